@@ -1,0 +1,61 @@
+// swift-tools-version:6.0
+// fleetbench: load-testing MQTT brokers and simulating vehicle fleets.
+// No outside Swift packages: C libraries come from Debian through system-library targets.
+import PackageDescription
+
+let package = Package(
+    name: "fleetbench",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "fleetbench", targets: ["fleetbench"]),
+    ],
+    targets: [
+        // MARK: C libraries (Debian -dev packages) and the Linux shim
+        .systemLibrary(
+            name: "CJansson", path: "Sources/CJansson", pkgConfig: "jansson",
+            providers: [.apt(["libjansson-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
+        // epoll, eventfd and timerfd are not exported by Glibc's Swift overlay; part of libc (no package).
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        // Counts malloc calls so benchmarks can print allocations per operation.
+        .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
+
+        // MARK: Pure layers (no Foundation, Dispatch or Glibc)
+        .target(name: "MQTTCodec"),
+        .target(name: "MQTTSession", dependencies: ["MQTTCodec"]),
+        .target(name: "FleetMetrics"),
+
+        // MARK: Layers with I/O or C libraries
+        .target(name: "FleetJSON", dependencies: ["CJansson"]),
+        .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL"]),
+        .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec"]),
+        .target(
+            name: "FleetEngine",
+            dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "CLinux"]),
+        .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "CZlib"]),
+        .target(
+            name: "FleetCLI",
+            dependencies: ["FleetEngine", "FleetScenario", "FleetReports", "FleetMetrics", "FleetBroker"]),
+        .executableTarget(name: "fleetbench", dependencies: ["FleetCLI"]),
+        // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
+        .target(name: "FleetBroker"),
+
+        // MARK: Test support: a scriptable fake broker for faults a real broker will not produce
+        .target(name: "FleetTestSupport", dependencies: ["MQTTCodec", "FleetBroker"]),
+
+        // MARK: Benchmarks (swift run -c release <name>)
+        .executableTarget(
+            name: "CodecBenchmark", dependencies: ["MQTTCodec", "CAllocCounter"],
+            path: "Benchmarks/CodecBenchmark"),
+
+        // MARK: Tests
+        .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"]),
+        .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

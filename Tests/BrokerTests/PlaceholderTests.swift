@@ -1,0 +1,4 @@
+import Testing
+import FleetTestSupport
+
+@Test("placeholder") func placeholder() { #expect(Bool(true)) }

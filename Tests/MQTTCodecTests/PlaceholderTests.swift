@@ -1,0 +1,4 @@
+import Testing
+@testable import MQTTCodec
+
+@Test("placeholder") func placeholder() { #expect(Bool(true)) }
