@@ -52,10 +52,26 @@ let package = Package(
         .executableTarget(
             name: "CodecBenchmark", dependencies: ["MQTTCodec", "CAllocCounter"],
             path: "Benchmarks/CodecBenchmark"),
+        .executableTarget(
+            name: "MetricsBenchmark", dependencies: ["FleetMetrics", "FleetReports", "CAllocCounter"],
+            path: "Benchmarks/MetricsBenchmark"),
+        .executableTarget(
+            name: "EngineBenchmark",
+            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
+            path: "Benchmarks/EngineBenchmark"),
 
         // MARK: Tests
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"]),
-        .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport"]),
+        .testTarget(name: "MQTTSessionTests", dependencies: ["MQTTSession", "MQTTCodec"]),
+        .testTarget(name: "FleetMetricsTests", dependencies: ["FleetMetrics"]),
+        .testTarget(name: "FleetJSONTests", dependencies: ["FleetJSON"]),
+        .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker"]),
+        .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetTestSupport", "FleetBroker"]),
+        .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario"]),
+        .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI"]),
+        // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
+        .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,4 @@
 import Testing
-import FleetTestSupport
+import FleetBroker
 
 @Test("placeholder") func placeholder() { #expect(Bool(true)) }

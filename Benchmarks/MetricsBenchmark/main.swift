@@ -1,0 +1,1 @@
+print("metrics benchmark: not yet written")
