@@ -22,8 +22,9 @@ public enum MQTTDecodeError: Error, Sendable, Hashable, CustomStringConvertible 
     case nullCharacter(field: String)
     /// A PUBLISH or Will topic contains '+' or '#' (5.0 §3.3.2.1).
     case wildcardInTopicName(field: String, wildcard: Character)
-    /// A PUBLISH topic is empty without a Topic Alias (5.0 §3.3.2.1; always an error before 5.0).
-    case emptyTopicName
+    /// A PUBLISH topic is empty without a Topic Alias (5.0 §3.3.2.1; always an error before 5.0), or a Will
+    /// Topic is empty (5.0 §3.1.3.3).
+    case emptyTopicName(field: String)
     /// A property identifier that MQTT 5.0 does not define (5.0 §2.2.2.2).
     case unknownProperty(UInt8, context: MQTTPropertyContext)
     /// A property not valid in this packet (5.0 §2.2.2.2: a Malformed Packet).
@@ -82,7 +83,7 @@ public enum MQTTDecodeError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalidUTF8(let field): return "\(field) is not valid UTF-8"
         case .nullCharacter(let field): return "\(field) contains U+0000"
         case .wildcardInTopicName(let field, let wildcard): return "\(field) contains wildcard '\(wildcard)'"
-        case .emptyTopicName: return "PUBLISH topic name is empty without a Topic Alias"
+        case .emptyTopicName(let field): return "\(field) is empty"
         case .unknownProperty(let id, let context):
             return "unknown property identifier 0x\(hex(id)) in \(context)"
         case .propertyNotAllowed(let id, let context): return "property \(id) is not allowed in \(context)"
