@@ -76,7 +76,7 @@ public enum MQTTDecodeError: Error, Sendable, Hashable, CustomStringConvertible 
             return "packet of \(size) bytes exceeds the maximum packet size of \(maximum) bytes"
         case .reservedPacketType(let type, let version): return "packet type \(type) is reserved in \(version)"
         case .invalidFixedHeaderFlags(let type, let flags, let required):
-            return "\(type) fixed header flags are \(binary(flags)), must be \(binary(required))"
+            return "\(type) fixed header flags are \(binary(flags, width: 4)), must be \(binary(required, width: 4))"
         case .invalidQoS(let type): return "\(type) QoS is 3"
         case .dupWithQoS0: return "PUBLISH has DUP set with QoS 0"
         case .packetIdentifierZero(let type): return "\(type) packet identifier is 0"
@@ -112,9 +112,8 @@ private func hex(_ byte: UInt8) -> String {
     return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
 }
 
-private func binary(_ bits: UInt8) -> String {
+private func binary(_ bits: UInt8, width: Int = 8) -> String {
     var text = "0b"
-    let width = bits > 0xF ? 8 : 4
     for shift in stride(from: width - 1, through: 0, by: -1) { text.append((bits >> UInt8(shift)) & 1 == 1 ? "1" : "0") }
     return text
 }

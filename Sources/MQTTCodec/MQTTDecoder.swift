@@ -123,7 +123,7 @@ public struct MQTTDecoder: Sendable {
             if version.hasProperties {
                 scan = try cursor.properties(.publish, collect: false, into: &unused)  // §3.3.2.3
             }
-            if topic.isEmpty, !scan.contains(.topicAlias) { throw .emptyTopicName(field: "PUBLISH topic without Topic Alias") }  // §3.3.2.1
+            if topic.isEmpty, !scan.contains(.topicAlias) { throw .emptyTopicName(field: "PUBLISH topic") }  // §3.3.2.1
             return MQTTPacketView(
                 type: type, flags: flags, packetRange: packet, bodyRange: body, topicRange: topic,
                 propertiesRange: scan.range, payloadRange: cursor.offset..<body.upperBound, packetID: packetID,

@@ -1,4 +1,0 @@
-import Testing
-@testable import MQTTCodec
-
-@Test("placeholder") func placeholder() { #expect(Bool(true)) }
