@@ -125,12 +125,13 @@ public struct MQTTByteBuffer: Sendable {
     }
 
     /// Gives `body` the bytes at absolute storage offsets `range` (e.g. a range from an `MQTTPacketView`).
-    /// The range is clamped to the written bytes.
+    /// The range is clamped to the storage: bytes
+    /// already read stay there until the next write, so a consumed packet's view can still be read.
     @inlinable public func withUnsafeBytes<R>(
         in range: Range<Int>, _ body: (UnsafeRawBufferPointer) throws -> R
     ) rethrows -> R {
-        let lower = min(max(range.lowerBound, 0), writerIndex)
-        let upper = min(max(range.upperBound, lower), writerIndex)
+        let lower = min(max(range.lowerBound, 0), storage.count)
+        let upper = min(max(range.upperBound, lower), storage.count)
         return try storage.withUnsafeBytes { (raw) throws -> R in
             try body(UnsafeRawBufferPointer(rebasing: raw[lower..<upper]))
         }
@@ -139,10 +140,10 @@ public struct MQTTByteBuffer: Sendable {
     /// A copy of the readable bytes (allocates; for tests and rare paths).
     public var readableBytes: [UInt8] { Array(storage[readerIndex..<writerIndex]) }
 
-    /// A copy of the bytes at absolute offsets `range`, clamped to the written bytes.
+    /// A copy of the bytes at absolute offsets `range`, clamped to the storage.
     public func bytes(in range: Range<Int>) -> [UInt8] {
-        let lower = min(max(range.lowerBound, 0), writerIndex)
-        let upper = min(max(range.upperBound, lower), writerIndex)
+        let lower = min(max(range.lowerBound, 0), storage.count)
+        let upper = min(max(range.upperBound, lower), storage.count)
         return Array(storage[lower..<upper])
     }
 }
