@@ -24,8 +24,10 @@ struct MQTTWriteCursor {
     }
 
     /// Variable Byte Integer (5.0 §1.5.5): 7 bits per byte, least significant group first.
+    /// Values past the 4-byte maximum (268,435,455) are clamped to it, so the cursor never writes more
+    /// bytes than `variableByteIntegerSize` reserved.
     @inlinable mutating func variableByteInteger(_ value: Int) {
-        var remaining = value
+        var remaining = min(max(value, 0), 268_435_455)
         repeat {
             var digit = UInt8(truncatingIfNeeded: remaining & 0x7F)
             remaining >>= 7
