@@ -32,7 +32,7 @@ struct SeededRandomTests {
     func bounded(bound: UInt64) {
         var random = SeededRandom(seed: 1)
         var seen = Set<UInt64>()
-        for _ in 0..<5_000 {
+        for _ in 0..<30_000 {
             let value = random.next(below: bound)
             #expect(value < bound)
             seen.insert(value)
