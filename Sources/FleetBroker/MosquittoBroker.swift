@@ -17,7 +17,9 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// All mutable state sits behind this lock: tests may stop a broker from another thread than the one that made it.
     private let lock = NSLock()
-    private var process: Process?
+    /// The running child's pid; nil when none runs. Spawned with posix_spawn and reaped with waitpid by this class
+    /// alone (Foundation's Process reported exits late here, which made every stop wait out its timeout).
+    private var childPid: pid_t?
 
     public var host: String { layout.host }
     public var port: UInt16 { layout.port }
@@ -31,10 +33,13 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// The child's pid while it runs, nil after stop/kill.
     public var pid: Int32? {
-        lock.withLock { process.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+        lock.withLock { () -> Int32? in
+            reapIfExitedLocked()
+            return childPid
+        }
     }
 
-    public var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
+    public var isRunning: Bool { pid != nil }
 
     /// Locates mosquitto, picks free ports, writes the configuration and starts the broker; returns once it accepts
     /// TCP connections on every listener.
@@ -74,10 +79,10 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// SIGKILL at once: an abrupt broker crash (no DISCONNECT, no will handling beyond what clients notice).
     public func kill() {
         lock.withLock {
-            guard let running = process else { return }
-            if running.isRunning { _ = Glibc.kill(running.processIdentifier, SIGKILL) }
-            running.waitUntilExit()
-            process = nil
+            guard let running = childPid else { return }
+            _ = Glibc.kill(running, SIGKILL)
+            _ = Self.waitForExit(running)
+            childPid = nil
         }
     }
 
@@ -99,35 +104,45 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     private func startLocked() throws(MosquittoError) {
         Self.raiseOpenFileLimitToHardLimit()
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: executablePath)
-        child.arguments = ["-c", layout.configPath]
-        if !FileManager.default.fileExists(atPath: layout.consolePath) {
-            _ = FileManager.default.createFile(atPath: layout.consolePath, contents: nil)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // mosquitto's console output (errors printed before its log file opens) is appended to console.log.
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, layout.consolePath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let arguments = [executablePath, "-c", layout.configPath]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        // The child inherits the calling thread's signal mask and ignored signals; Dispatch and test-runner threads
+        // block SIGTERM, so without a reset mosquitto never sees our SIGTERM and every stop ends in SIGKILL.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaultSignals = sigset_t()
+        sigemptyset(&defaultSignals)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2] { sigaddset(&defaultSignals, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var spawned: pid_t = 0
+        let status = posix_spawn(&spawned, executablePath, &actions, &attributes, &argv, environ)
+        if status != 0 {
+            throw .launchFailed(executable: executablePath, reason: String(cString: strerror(status)))
         }
-        let console = FileHandle(forWritingAtPath: layout.consolePath)
-        console?.seekToEndOfFile()
-        child.standardOutput = console
-        child.standardError = console
-        child.standardInput = FileHandle.nullDevice
-        do {
-            try child.run()
-        } catch {
-            throw .launchFailed(executable: executablePath, reason: "\(error)")
-        }
-        process = child
-        try waitUntilListening(child)
+        childPid = spawned
+        try waitUntilListening()
     }
 
     /// Polls a TCP connect to each listener every 10 ms until all accept, the child exits, or the deadline passes.
-    private func waitUntilListening(_ child: Process) throws(MosquittoError) {
+    private func waitUntilListening() throws(MosquittoError) {
         let ports = [layout.port, layout.websocketsPort, layout.tlsPort].compactMap { $0 }
         let deadline = Date().addingTimeInterval(configuration.startTimeout)
         while true {
-            if !child.isRunning {
-                child.waitUntilExit()
-                process = nil
-                throw .exitedDuringStart(status: child.terminationStatus, logTail: logTail())
+            if let exitStatus = reapIfExitedLocked() {
+                throw .exitedDuringStart(status: exitStatus, logTail: logTail())
             }
             if ports.allSatisfy({ LoopbackPort.acceptsConnections(port: $0) }) { return }
             if Date() >= deadline {
@@ -138,16 +153,45 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
     }
 
+    /// If the child has exited, reaps it, clears `childPid` and returns its exit status (128+signal if killed).
+    @discardableResult
+    private func reapIfExitedLocked() -> Int32? {
+        guard let running = childPid else { return nil }
+        var status: Int32 = 0
+        let result = waitpid(running, &status, WNOHANG)
+        if result == 0 { return nil }  // still running
+        childPid = nil
+        return result == running ? Self.exitCode(fromWaitStatus: status) : -1
+    }
+
     private func stopLocked() {
-        guard let running = process else { return }
-        if running.isRunning {
-            _ = Glibc.kill(running.processIdentifier, SIGTERM)
-            let deadline = Date().addingTimeInterval(configuration.stopTimeout)
-            while running.isRunning && Date() < deadline { usleep(5_000) }
-            if running.isRunning { _ = Glibc.kill(running.processIdentifier, SIGKILL) }
+        guard let running = childPid else { return }
+        _ = Glibc.kill(running, SIGTERM)
+        let deadline = Date().addingTimeInterval(configuration.stopTimeout)
+        while reapIfExitedLocked() == nil && childPid != nil {
+            if Date() >= deadline {
+                _ = Glibc.kill(running, SIGKILL)
+                _ = Self.waitForExit(running)
+                childPid = nil
+                return
+            }
+            usleep(2_000)
         }
-        running.waitUntilExit()
-        process = nil
+    }
+
+    /// Blocking waitpid, retried on EINTR.
+    private static func waitForExit(_ child: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 {
+            if errno != EINTR { return -1 }
+        }
+        return exitCode(fromWaitStatus: status)
+    }
+
+    /// WIFEXITED/WEXITSTATUS/WTERMSIG are macros Swift does not import; the encoding is glibc's.
+    private static func exitCode(fromWaitStatus status: Int32) -> Int32 {
+        let signal = status & 0x7F
+        return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
     }
 
     private static func makeTemporaryDirectory() throws(MosquittoError) -> String {
