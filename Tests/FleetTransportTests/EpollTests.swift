@@ -99,4 +99,20 @@ struct EpollTests {
         }
         #expect(seen.sorted() == [0, 1, 2, 3, 4])
     }
+
+    @Test("an epoll fd is itself readable while it has ready events, so a lane can watch it with one Dispatch source")
+    func epollFdIsReadable() throws {
+        let inner = try Epoll(capacity: 4)
+        let outer = try Epoll(capacity: 4)
+        let notifier = try EventNotifier()
+        try inner.add(notifier.fileDescriptor, events: .readable, token: 1)
+        try outer.add(inner.fileDescriptor, events: .readable, token: 99)
+        #expect(try outer.wait(timeoutMilliseconds: 0) == 0)
+        try notifier.signal()
+        #expect(try outer.wait(timeoutMilliseconds: 1_000) == 1)
+        #expect(outer.token(at: 0) == 99)
+        #expect(try inner.wait(timeoutMilliseconds: 0) == 1)
+        #expect(try notifier.drain() == 1)
+        #expect(try outer.wait(timeoutMilliseconds: 0) == 0)
+    }
 }
