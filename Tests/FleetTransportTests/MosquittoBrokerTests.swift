@@ -151,4 +151,44 @@ struct MosquittoBrokerTests {
             """
         #expect(configuration.renderedFile(layout: layout, runAsUser: "root") == expected)
     }
+
+    /// A directory holding an executable named `mosquitto` with the given shell script body, to fake failures.
+    static func fakeMosquitto(_ script: String) throws -> String {
+        var template = Array("/tmp/fleetbench-fake-XXXXXX".utf8CString)
+        let directory = try template.withUnsafeMutableBufferPointer { buffer -> String in
+            guard let made = mkdtemp(buffer.baseAddress!) else { throw SystemError(call: "mkdtemp", errno: errno) }
+            return String(cString: made)
+        }
+        let path = directory + "/mosquitto"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(("#!/bin/sh\n" + script + "\n").utf8)))
+        #expect(chmod(path, 0o755) == 0)
+        return directory
+    }
+
+    @Test("a broker that exits at once reports its exit status and what it printed")
+    func exitsDuringStart() throws {
+        let directory = try Self.fakeMosquitto("echo 'fake broker: cannot start' >&2; exit 7")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = MosquittoConfiguration()
+        configuration.searchDirectories = [directory]
+        let error = #expect(throws: MosquittoError.self) { try MosquittoBroker(configuration: configuration) }
+        #expect(error == .exitedDuringStart(status: 7, logTail: "fake broker: cannot start\n"))
+    }
+
+    @Test("a broker that runs but never listens fails after the start deadline and is stopped")
+    func neverListens() throws {
+        let directory = try Self.fakeMosquitto("echo started; exec sleep 30")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = MosquittoConfiguration()
+        configuration.searchDirectories = [directory]
+        configuration.startTimeout = 0.3
+        let error = #expect(throws: MosquittoError.self) { try MosquittoBroker(configuration: configuration) }
+        guard case .notListening(_, let seconds, let logTail) = error else {
+            Issue.record("expected notListening, got \(String(describing: error))")
+            return
+        }
+        #expect(seconds == 0.3)
+        #expect(logTail == "started\n")
+        #expect(error?.description.hasPrefix("mosquitto did not accept connections on 127.0.0.1:") == true)
+    }
 }
