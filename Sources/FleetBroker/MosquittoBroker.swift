@@ -205,6 +205,15 @@ public final class MosquittoBroker: @unchecked Sendable {
         return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 
+    /// The open-file limit a broker started now would get (this process's soft limit after raising it to the hard
+    /// limit). Roughly the most clients one embedded mosquitto can hold; `fleetbench run` can warn above it.
+    public static func openFileLimitForChild() -> UInt64 {
+        raiseOpenFileLimitToHardLimit()
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        return UInt64(limit.rlim_cur)
+    }
+
     private static func raiseOpenFileLimitToHardLimit() {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }

@@ -191,4 +191,11 @@ struct MosquittoBrokerTests {
         #expect(logTail == "started\n")
         #expect(error?.description.hasPrefix("mosquitto did not accept connections on 127.0.0.1:") == true)
     }
+
+    @Test("the child's open-file limit is this process's hard limit")
+    func openFileLimit() {
+        var limit = rlimit()
+        #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        #expect(MosquittoBroker.openFileLimitForChild() == UInt64(limit.rlim_max))
+    }
 }
