@@ -92,7 +92,7 @@ extension HDRHistogram {
             let deviation = Double(medianEquivalentValue(valueFromIndex(index))) - mean
             total += deviation * deviation * Double(count)
         }
-        return (total / Double(totalCount)).squareRoot()
+        return PureMath.squareRoot(total / Double(totalCount))
     }
 
     /// The value at `percentile` (0...100): the highest equivalent value of the bucket where the cumulative count
@@ -120,7 +120,7 @@ extension HDRHistogram {
     public func countAtPercentile(_ percentile: Double) -> UInt64 {
         let clamped = Swift.min(Swift.max(percentile.nextDown, 0), 100)
         let fractional = (clamped / 100) * Double(totalCount)
-        let rank = UInt64(fractional.rounded(.up))
+        let rank = PureMath.ceilingToUInt64(fractional)
         return Swift.max(rank, 1)
     }
 
@@ -193,5 +193,36 @@ extension Double {
         guard self.isFinite else { return 62 }
         guard self >= 1 else { return 0 }
         return Int(self.exponent)
+    }
+}
+
+/// The two floating-point functions the statistics need, without libm: FleetMetrics imports nothing and links
+/// nothing, and in debug builds the standard library lowers `rounded(.up)` and `squareRoot()` to libm calls.
+enum PureMath {
+    /// ceil(x) for x >= 0 (0 below), saturating at UInt64.max.
+    static func ceilingToUInt64(_ x: Double) -> UInt64 {
+        guard x > 0 else { return 0 }
+        guard x < 18_446_744_073_709_549_568 else { return .max }
+        let truncated = UInt64(x)
+        return Double(truncated) < x ? truncated + 1 : truncated
+    }
+
+    /// Square root by Newton's method from a power-of-two first guess; correct to the last bit or one ulp.
+    static func squareRoot(_ x: Double) -> Double {
+        guard x > 0, x.isFinite else { return x == 0 || x.isInfinite ? x : .nan }
+        var root = Double(sign: .plus, exponent: x.exponent / 2, significand: 1)
+        for _ in 0..<64 {
+            let next = 0.5 * (root + x / root)
+            if next == root { break }
+            root = next
+        }
+        // Newton can settle one ulp off or alternate between neighbours: keep the closest square.
+        var best = root
+        var bestError = abs(root * root - x)
+        for candidate in [root.nextDown, root.nextUp] where abs(candidate * candidate - x) < bestError {
+            best = candidate
+            bestError = abs(candidate * candidate - x)
+        }
+        return best
     }
 }

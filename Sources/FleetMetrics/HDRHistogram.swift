@@ -115,7 +115,7 @@ public struct HDRHistogram: Sendable {
     }
 
     /// Records a signed value; negative values (a clock anomaly) are recorded as 0 and counted in `clampedLowCount`.
-    public mutating func record(_ value: Int64, count: UInt64 = 1) {
+    public mutating func record(signed value: Int64, count: UInt64 = 1) {
         if value < 0 {
             clampedLowCount &+= count
             recordClamped(0, count: count)

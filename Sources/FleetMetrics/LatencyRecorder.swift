@@ -73,14 +73,14 @@ public struct LatencyRecorder: Sendable {
         _ kind: LatencyKind, intendedAt intended: UInt64, sentAt sent: UInt64, completedAt completed: UInt64
     ) {
         makeSlotsWritable()
-        slots.histograms[Self.slot(kind, .intended)].record(Self.microseconds(from: intended, to: completed))
-        slots.histograms[Self.slot(kind, .sent)].record(Self.microseconds(from: sent, to: completed))
+        slots.histograms[Self.slot(kind, .intended)].record(signed: Self.microseconds(from: intended, to: completed))
+        slots.histograms[Self.slot(kind, .sent)].record(signed: Self.microseconds(from: sent, to: completed))
     }
 
     /// Records a latency that has only an actual start (TCP connect, TLS handshake): into the `.sent` histogram.
     public mutating func record(_ kind: LatencyKind, startedAt start: UInt64, completedAt completed: UInt64) {
         makeSlotsWritable()
-        slots.histograms[Self.slot(kind, .sent)].record(Self.microseconds(from: start, to: completed))
+        slots.histograms[Self.slot(kind, .sent)].record(signed: Self.microseconds(from: start, to: completed))
     }
 
     /// Signed microseconds between two monotonic nanosecond readings, rounded to nearest.
