@@ -75,7 +75,8 @@ def main():
         lines.append(("Tag=%s," % tag if tag else "") + line)
         expected.append({"tag": tag, "start": start, "length": 1.0, "index": index,
                          "total_count": histogram.get_total_count(), "max": histogram.get_max_value(),
-                         "p99": histogram.get_value_at_percentile(99)})
+                         "counts": {str(i): histogram.get_count_at_index(i) for i in range(histogram.counts_len)
+                                    if histogram.get_count_at_index(i)}})
     with open("intervals.hlog", "w") as out:
         out.write("\n".join(lines) + "\n")
     with open("intervals.expected.json", "w") as out:
