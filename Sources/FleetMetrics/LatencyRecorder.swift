@@ -104,7 +104,7 @@ public struct LatencyRecorder: Sendable {
     /// Adds every histogram of `other` into this recorder's (exact: same layout).
     public mutating func add(_ other: LatencyRecorder) {
         makeSlotsWritable()
-        for index in slots.histograms.indices where other.slots.histograms[index].totalCount > 0
+        for index in slots.indices where other.slots.histograms[index].totalCount > 0
             || other.slots.histograms[index].clampedHighCount > 0
         {
             slots.histograms[index].add(other.slots.histograms[index])
@@ -121,7 +121,7 @@ public struct LatencyRecorder: Sendable {
     /// allocation); otherwise the recorder starts afresh and the snapshot keeps the old ones.
     public mutating func reset() {
         if isKnownUniquelyReferenced(&slots) {
-            for index in slots.histograms.indices { slots.histograms[index].reset() }
+            for index in slots.indices { slots.histograms[index].reset() }
         } else {
             slots = HistogramSlots()
         }
@@ -133,16 +133,30 @@ public struct LatencyRecorder: Sendable {
     }
 }
 
-/// The histograms of a recorder, shared copy-on-write between a recorder and its snapshots.
+/// The histograms of a recorder, shared copy-on-write between a recorder and its snapshots. A raw buffer rather
+/// than an array in a class: an array stored in a class property pays a dynamic exclusivity check and a
+/// uniqueness check on every write, which doubled the cost of a record.
 private final class HistogramSlots: @unchecked Sendable {
-    // Safety: mutated only through a LatencyRecorder holding the sole reference (checked before every write).
-    var histograms: [HDRHistogram]
+    // Safety: written only through a LatencyRecorder holding the sole reference (checked before every write).
+    static let count = LatencyKind.allCases.count * LatencyOrigin.allCases.count
+    let histograms: UnsafeMutablePointer<HDRHistogram>
 
     init() {
-        histograms = Array(repeating: HDRHistogram(), count: LatencyKind.allCases.count * LatencyOrigin.allCases.count)
+        histograms = .allocate(capacity: Self.count)
+        histograms.initialize(repeating: HDRHistogram(), count: Self.count)
     }
 
-    private init(histograms: [HDRHistogram]) { self.histograms = histograms }
+    private init(copying source: UnsafeMutablePointer<HDRHistogram>) {
+        histograms = .allocate(capacity: Self.count)
+        histograms.initialize(from: source, count: Self.count)
+    }
 
-    func copy() -> HistogramSlots { HistogramSlots(histograms: histograms) }
+    var indices: Range<Int> { 0..<Self.count }
+
+    func copy() -> HistogramSlots { HistogramSlots(copying: histograms) }
+
+    deinit {
+        histograms.deinitialize(count: Self.count)
+        histograms.deallocate()
+    }
 }
