@@ -172,6 +172,9 @@ private func hexByte(_ byte: UInt8) -> String {
     return String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0x0f)])
 }
 
+/// A run's counters are the sum of its lanes' and processes' `ClientCounters`.
+public typealias RunCounters = ClientCounters
+
 /// Counters of a set of clients: one lane's, one process's or (after `add`) a whole run's.
 ///
 /// Per-message counters are plain fields (an increment is one add, no allocation). Failures and disconnects are

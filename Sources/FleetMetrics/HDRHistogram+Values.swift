@@ -161,8 +161,14 @@ extension HDRHistogram {
                         cumulativeCount: cumulative))
                 // Halvings of the distance to 100 % so far, plus one, set how fine the next step is.
                 let halvings = (100 / (100 - level)).log2Floor
-                level += 100 / (ticks * Double(UInt64(1) << UInt64(Swift.min(halvings + 1, 62))))
-                if cumulative == totalCount { break }
+                let next = level + 100 / (ticks * Double(UInt64(1) << UInt64(Swift.min(halvings + 1, 62))))
+                // Near 100 % the step can fall below a Double's resolution (totals beyond 2^53): stop there
+                // rather than loop on a level that no longer moves.
+                if cumulative == totalCount || next <= level || next >= 100 {
+                    level = Swift.max(next, level)
+                    break
+                }
+                level = next
             }
         }
         points.append(

@@ -86,8 +86,8 @@ public struct LatencyRecorder: Sendable {
     /// Signed microseconds between two monotonic nanosecond readings, rounded to nearest.
     @inline(__always)
     static func microseconds(from start: UInt64, to end: UInt64) -> Int64 {
-        if end >= start { return Int64(truncatingIfNeeded: (end - start + 500) / 1000) }
-        return -Int64(truncatingIfNeeded: (start - end + 500) / 1000)
+        if end >= start { return Int64(truncatingIfNeeded: (end - start) / 1000 + ((end - start) % 1000 >= 500 ? 1 : 0)) }
+        return -Int64(truncatingIfNeeded: (start - end) / 1000 + ((start - end) % 1000 >= 500 ? 1 : 0))
     }
 
     public func histogram(_ kind: LatencyKind, from origin: LatencyOrigin) -> HDRHistogram {
