@@ -39,9 +39,6 @@ public struct HDRHistogram: Sendable {
     /// Smallest and largest value recorded (after clamping); `UInt64.max` / 0 when empty.
     private(set) var minRecordedValue: UInt64 = .max
     private(set) var maxRecordedValue: UInt64 = 0
-    /// Interval time stamps an owner may attach (nanoseconds of its monotonic clock); carried by copies and logs.
-    public var startTimestampNanoseconds: UInt64 = 0
-    public var endTimestampNanoseconds: UInt64 = 0
 
     /// The fleetbench latency histogram: microseconds from 1 to 3,600,000,000 at 3 significant digits.
     public init() {
@@ -207,8 +204,6 @@ public struct HDRHistogram: Sendable {
         clampedLowCount = 0
         minRecordedValue = .max
         maxRecordedValue = 0
-        startTimestampNanoseconds = 0
-        endTimestampNanoseconds = 0
     }
 
     public func hasSameLayout(as other: HDRHistogram) -> Bool {
