@@ -6,7 +6,8 @@
 /// scenario). The bitset of a stream grows by doubling; once sized (see `reserve`), `record` does not allocate.
 public struct DeliveryTracker: Sendable {
     /// Sequence numbers at or above this are not tracked (counted in `outOfRange`): a malformed or hostile header
-    /// must not make the tracker allocate without bound. The default covers 4 billion messages per stream.
+    /// must not make the tracker allocate without bound. The default, 2^27 (134 million messages per stream, a day at
+    /// 1,500 msg/s), caps one stream's bitset at 16 MiB.
     public let sequenceLimit: UInt64
     /// Stream indices at or above this are refused (counted in `rejected`).
     public let streamLimit: Int
@@ -15,7 +16,7 @@ public struct DeliveryTracker: Sendable {
     /// Messages whose stream index was negative or beyond `streamLimit`.
     public private(set) var rejected: UInt64 = 0
 
-    public init(sequenceLimit: UInt64 = 1 << 32, streamLimit: Int = 1 << 20) {
+    public init(sequenceLimit: UInt64 = 1 << 27, streamLimit: Int = 1 << 20) {
         self.sequenceLimit = sequenceLimit
         self.streamLimit = streamLimit
     }
