@@ -6,6 +6,12 @@
 #include <sys/timerfd.h>
 #include <sys/resource.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
+
+// accept4 is declared only under _GNU_SOURCE, which Swift's Glibc module is not built with; glibc exports it.
+extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
+// Accepts a connection already non-blocking and close-on-exec (one syscall instead of accept + fcntl).
+static inline int fb_accept_nonblocking(int fd) { return accept4(fd, 0, 0, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
 // epoll_event is packed on x86_64; Swift cannot always form pointers into packed structs, so
 // these helpers read and write its fields.

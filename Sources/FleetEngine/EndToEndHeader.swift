@@ -1,0 +1,215 @@
+/// The header publishers put at the start of each payload and subscribers read back, to measure end-to-end
+/// latency from the intended send time and to count, per stream, messages received, lost, duplicated and
+/// reordered.
+///
+/// `intendedTime` is a monotonic-clock reading (ns). That works because publishers and subscribers run in the
+/// same process and share the clock. Across processes or machines the monotonic clocks are unrelated: such a
+/// setup would need wall-clock timestamps and an aligned clock (PTP/NTP offset) instead.
+///
+/// Two forms, both fixed-size and written without allocating:
+/// - binary (24 bytes) at the start of binary payloads:
+///   `FB 01 00 00 | stream id (u32 BE) | sequence (u64 BE) | intended time (u64 BE)`. 0xFB never occurs in UTF-8
+///   text, and the version and zero reserved bytes make a foreign binary payload very unlikely to pass.
+/// - text, for JSON payloads, as the object's first member so the JSON stays valid:
+///   `{"_fb":"01<8 hex stream><16 hex sequence><16 hex time>", ...}` (lowercase hex, fixed width). Readers
+///   look only at the payload's first bytes.
+public struct EndToEndHeader: Sendable, Equatable, Hashable {
+    public var streamID: UInt32
+    public var sequence: UInt64
+    /// Monotonic ns at which the message should have been sent.
+    public var intendedTime: UInt64
+
+    public init(streamID: UInt32, sequence: UInt64, intendedTime: UInt64) {
+        self.streamID = streamID
+        self.sequence = sequence
+        self.intendedTime = intendedTime
+    }
+
+    public static let binarySize = 24
+    public static let magic: UInt8 = 0xFB
+    public static let version: UInt8 = 1
+    /// `"_fb":"` + 2 version digits + 40 hex digits + `"`, without the comma that separates it from the next member.
+    public static let textFieldSize = 50
+    static let textKey: [UInt8] = Array(#""_fb":""#.utf8)
+}
+
+public enum EndToEndHeaderError: Error, Sendable, Equatable, CustomStringConvertible {
+    case tooShort(needed: Int, got: Int)
+    /// The payload does not start with a fleetbench header (foreign payload).
+    case notAHeader
+    case unsupportedVersion(UInt8)
+    case reservedBytesNotZero
+    case badHexDigit(offset: Int)
+
+    public var description: String {
+        switch self {
+        case let .tooShort(needed, got): "payload too short for an end-to-end header: \(got) bytes, need \(needed)"
+        case .notAHeader: "payload does not start with a fleetbench end-to-end header"
+        case let .unsupportedVersion(version): "unsupported end-to-end header version \(version)"
+        case .reservedBytesNotZero: "end-to-end header reserved bytes are not zero"
+        case let .badHexDigit(offset): "end-to-end text header has a bad hex digit at byte offset \(offset)"
+        }
+    }
+}
+
+// MARK: Binary form
+
+extension EndToEndHeader {
+    /// Writes the 24-byte binary form at the start of `buffer`; returns the bytes written, or 0 if it is too small.
+    @discardableResult
+    public func writeBinary(to buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard buffer.count >= Self.binarySize else { return 0 }
+        buffer[0] = Self.magic
+        buffer[1] = Self.version
+        buffer[2] = 0
+        buffer[3] = 0
+        buffer.storeBytes(of: streamID.bigEndian, toByteOffset: 4, as: UInt32.self)
+        buffer.storeBytes(of: sequence.bigEndian, toByteOffset: 8, as: UInt64.self)
+        buffer.storeBytes(of: intendedTime.bigEndian, toByteOffset: 16, as: UInt64.self)
+        return Self.binarySize
+    }
+
+    /// Appends the binary form (no allocation once the array has the capacity).
+    public func appendBinary(to bytes: inout [UInt8]) {
+        bytes.append(Self.magic)
+        bytes.append(Self.version)
+        bytes.append(0)
+        bytes.append(0)
+        appendBigEndian(UInt64(streamID), byteCount: 4, to: &bytes)
+        appendBigEndian(sequence, byteCount: 8, to: &bytes)
+        appendBigEndian(intendedTime, byteCount: 8, to: &bytes)
+    }
+
+    /// Reads the binary form from the start of a payload.
+    public static func readBinary(from payload: UnsafeRawBufferPointer) throws(EndToEndHeaderError) -> EndToEndHeader {
+        guard payload.count >= 1, payload[0] == magic else {
+            if payload.isEmpty { throw .tooShort(needed: binarySize, got: 0) }
+            throw .notAHeader
+        }
+        guard payload.count >= binarySize else { throw .tooShort(needed: binarySize, got: payload.count) }
+        guard payload[1] == version else { throw .unsupportedVersion(payload[1]) }
+        guard payload[2] == 0, payload[3] == 0 else { throw .reservedBytesNotZero }
+        return EndToEndHeader(
+            streamID: UInt32(bigEndian: payload.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
+            sequence: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+            intendedTime: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+    }
+
+    public static func readBinary(from payload: [UInt8]) throws(EndToEndHeaderError) -> EndToEndHeader {
+        try withUnsafeRawBuffer(payload) { buffer throws(EndToEndHeaderError) in try readBinary(from: buffer) }
+    }
+}
+
+// MARK: Text form
+
+extension EndToEndHeader {
+    /// Appends `"_fb":"01…"` (plus `,` when another member follows). Place it right after the object's `{`.
+    public func appendTextField(to bytes: inout [UInt8], trailingComma: Bool) {
+        for byte in Self.textKey { bytes.append(byte) }
+        appendHex(UInt64(Self.version), digits: 2, to: &bytes)
+        appendHex(UInt64(streamID), digits: 8, to: &bytes)
+        appendHex(sequence, digits: 16, to: &bytes)
+        appendHex(intendedTime, digits: 16, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        if trailingComma { bytes.append(UInt8(ascii: ",")) }
+    }
+
+    /// Reads the text form from the start of a JSON payload: optional whitespace, `{`, optional whitespace,
+    /// then the `"_fb"` member. Only those first bytes are examined.
+    public static func readText(from payload: UnsafeRawBufferPointer) throws(EndToEndHeaderError) -> EndToEndHeader {
+        var offset = skipWhitespace(payload, from: 0)
+        guard offset < payload.count else { throw .tooShort(needed: offset + 1 + textFieldSize, got: payload.count) }
+        guard payload[offset] == UInt8(ascii: "{") else { throw .notAHeader }
+        offset = skipWhitespace(payload, from: offset + 1)
+        let needed = offset + textFieldSize
+        // Compare the key over the bytes present first, so a foreign short payload is "not a header".
+        for (index, byte) in textKey.enumerated() where offset + index < payload.count {
+            if payload[offset + index] != byte { throw .notAHeader }
+        }
+        guard payload.count >= needed else { throw .tooShort(needed: needed, got: payload.count) }
+        offset += textKey.count
+        let parsedVersion = try parseHex(payload, at: offset, digits: 2)
+        guard parsedVersion == UInt64(version) else { throw .unsupportedVersion(UInt8(truncatingIfNeeded: parsedVersion)) }
+        let stream = try parseHex(payload, at: offset + 2, digits: 8)
+        let sequence = try parseHex(payload, at: offset + 10, digits: 16)
+        let time = try parseHex(payload, at: offset + 26, digits: 16)
+        guard payload[offset + 42] == UInt8(ascii: "\"") else { throw .notAHeader }
+        return EndToEndHeader(streamID: UInt32(truncatingIfNeeded: stream), sequence: sequence, intendedTime: time)
+    }
+
+    public static func readText(from payload: [UInt8]) throws(EndToEndHeaderError) -> EndToEndHeader {
+        try withUnsafeRawBuffer(payload) { buffer throws(EndToEndHeaderError) in try readText(from: buffer) }
+    }
+
+    /// Reads whichever form the payload starts with (binary magic, else JSON text).
+    public static func read(from payload: UnsafeRawBufferPointer) throws(EndToEndHeaderError) -> EndToEndHeader {
+        if let first = payload.first, first == magic { return try readBinary(from: payload) }
+        return try readText(from: payload)
+    }
+
+    public static func read(from payload: [UInt8]) throws(EndToEndHeaderError) -> EndToEndHeader {
+        try withUnsafeRawBuffer(payload) { buffer throws(EndToEndHeaderError) in try read(from: buffer) }
+    }
+}
+
+// MARK: Helpers
+
+@inline(__always)
+private func withUnsafeRawBuffer<Result>(
+    _ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(EndToEndHeaderError) -> Result
+) throws(EndToEndHeaderError) -> Result {
+    // withUnsafeBytes rethrows untyped errors; carry the typed error out through a Result.
+    let outcome: Swift.Result<Result, EndToEndHeaderError> = bytes.withUnsafeBytes { buffer in
+        do throws(EndToEndHeaderError) { return .success(try body(buffer)) } catch { return .failure(error) }
+    }
+    return try outcome.get()
+}
+
+@inline(__always)
+private func appendBigEndian(_ value: UInt64, byteCount: Int, to bytes: inout [UInt8]) {
+    var shift = (byteCount - 1) * 8
+    while shift >= 0 {
+        bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        shift -= 8
+    }
+}
+
+private let hexDigits: StaticString = "0123456789abcdef"
+
+@inline(__always)
+func appendHex(_ value: UInt64, digits: Int, to bytes: inout [UInt8]) {
+    var shift = (digits - 1) * 4
+    while shift >= 0 {
+        let nibble = Int((value >> UInt64(shift)) & 0xF)
+        bytes.append(hexDigits.utf8Start[nibble])
+        shift -= 4
+    }
+}
+
+@inline(__always)
+private func skipWhitespace(_ payload: UnsafeRawBufferPointer, from start: Int) -> Int {
+    var offset = start
+    while offset < payload.count {
+        switch payload[offset] {
+        case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): offset += 1
+        default: return offset
+        }
+    }
+    return offset
+}
+
+private func parseHex(_ payload: UnsafeRawBufferPointer, at start: Int, digits: Int) throws(EndToEndHeaderError) -> UInt64 {
+    var value: UInt64 = 0
+    for offset in start..<(start + digits) {
+        let byte = payload[offset]
+        let nibble: UInt8
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10
+        default: throw .badHexDigit(offset: offset)
+        }
+        value = value << 4 | UInt64(nibble)
+    }
+    return value
+}

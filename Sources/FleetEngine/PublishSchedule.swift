@@ -1,0 +1,203 @@
+/// When a publishing stream's messages *should* be sent: an open-model arrival plan.
+///
+/// Intended times come from the plan alone, never from when the previous message actually went out, so a slow
+/// client or broker cannot quietly stretch the schedule (coordinated omission). Latency is measured from the
+/// intended time; lateness at the moment of sending (schedule lag) is reported with every message.
+public enum PublishPlan: Sendable, Equatable {
+    /// One message every `period` ns, each delayed by a uniform 0...jitter ns from its grid point
+    /// (jitter <= period keeps the order; the grid itself never drifts).
+    case interval(period: UInt64, jitter: UInt64 = 0)
+    /// `perSecond` messages a second on an exact grid (message k at start + k * 1e9 / perSecond ns).
+    case rate(perSecond: Double)
+    /// Poisson arrivals: exponential gaps with mean 1e9 / perSecond ns, the first one after start.
+    case poisson(perSecond: Double)
+    /// `count` messages sharing an intended time, every `every` ns.
+    case bursts(count: Int, every: UInt64)
+    /// One message when the connection is established.
+    case onConnect
+
+    /// A description of what is wrong with the parameters, or nil.
+    public var validationError: String? {
+        switch self {
+        case let .interval(period, jitter):
+            if period == 0 { return "publish interval must be greater than 0" }
+            if jitter > period { return "publish jitter (\(jitter) ns) must not exceed the interval (\(period) ns)" }
+        case let .rate(perSecond), let .poisson(perSecond):
+            if !(perSecond > 0 && perSecond <= 1e9) { return "publish rate must be in (0, 1e9] per second, got \(perSecond)" }
+        case let .bursts(count, every):
+            if count < 1 { return "burst size must be at least 1, got \(count)" }
+            if every == 0 { return "burst period must be greater than 0" }
+        case .onConnect:
+            break
+        }
+        return nil
+    }
+}
+
+/// What to do with slots that are already due when a client gets to send.
+public enum BehindPolicy: Sendable, Equatable {
+    /// Send the backlog as fast as allowed (at most `maxPerTurn` per turn); each keeps its intended time.
+    case catchUp
+    /// Skip every due slot that a later due slot supersedes; count them as dropped. Sequence numbers go only
+    /// to messages actually sent, so subscribers do not see dropped slots as lost messages.
+    case drop
+}
+
+/// One message to send now.
+public struct ScheduledSend: Sendable, Equatable {
+    /// 0-based sequence number of the messages actually sent by this stream.
+    public var sequence: UInt64
+    /// When it should have been sent (monotonic ns).
+    public var intendedTime: UInt64
+    /// now - intendedTime at the moment it is handed out: the schedule lag to record.
+    public var lag: UInt64
+
+    public init(sequence: UInt64, intendedTime: UInt64, lag: UInt64) {
+        self.sequence = sequence
+        self.intendedTime = intendedTime
+        self.lag = lag
+    }
+}
+
+/// One send opportunity of a stream (one lane turn): the time, the remaining budget and what was dropped.
+public struct PublishTurn: Sendable, Equatable {
+    public let now: UInt64
+    public var remaining: Int
+    /// Slots dropped during this turn (policy `drop`), to add to the stream's counters.
+    public var dropped: UInt64 = 0
+
+    public init(now: UInt64, budget: Int) {
+        self.now = now
+        self.remaining = budget
+    }
+}
+
+/// The schedule state of one publishing stream: allocation-free, driven by the lane with the time of its turn.
+///
+///     var turn = schedule.beginTurn(now: now)
+///     while let send = schedule.next(in: &turn) { encode and queue the message; record send.lag }
+///     dropped += turn.dropped
+///     if let wake = schedule.nextIntendedTime { wheel.schedule(client: c, kind: publishKind, deadline: wake) }
+public struct PublishSchedule: Sendable {
+    public let plan: PublishPlan
+    public let behind: BehindPolicy
+    /// Most messages handed out in one turn, so a client far behind cannot starve the rest of its lane.
+    public let maxPerTurn: Int
+    /// Total slots in the plan (sent + dropped), nil = unlimited.
+    public let slotLimit: UInt64?
+    public let start: UInt64
+
+    /// The intended time of the next slot, nil when the plan is finished.
+    public private(set) var nextIntendedTime: UInt64?
+    public private(set) var sentCount: UInt64 = 0
+    public private(set) var droppedCount: UInt64 = 0
+
+    /// Index of the slot at `nextIntendedTime` (= sent + dropped so far).
+    private var slotIndex: UInt64 = 0
+    /// The following slot's time when a drop decision needed it early (random plans draw it only once).
+    private var lookahead: UInt64?
+    private var hasLookahead = false
+    private var random: SeededRandom
+
+    /// - Parameters:
+    ///   - start: when the plan begins (typically connection time plus a per-client phase offset).
+    ///   - random: the stream's own generator (jitter, Poisson gaps).
+    public init(plan: PublishPlan, start: UInt64, behind: BehindPolicy = .catchUp, maxPerTurn: Int = 64,
+                slotLimit: UInt64? = nil, random: SeededRandom) {
+        self.plan = plan
+        self.behind = behind
+        self.maxPerTurn = max(maxPerTurn, 1)
+        self.slotLimit = slotLimit
+        self.start = start
+        self.random = random
+        nextIntendedTime = slotLimit == 0 ? nil : slotTime(index: 0, previous: start)
+    }
+
+    public func beginTurn(now: UInt64) -> PublishTurn {
+        PublishTurn(now: now, budget: maxPerTurn)
+    }
+
+    /// The next message to send in this turn, or nil when none is due or the turn's budget is spent.
+    public mutating func next(in turn: inout PublishTurn) -> ScheduledSend? {
+        while turn.remaining > 0, let intended = nextIntendedTime, intended <= turn.now {
+            if behind == .drop, isSuperseded(intended: intended, now: turn.now) {
+                droppedCount += 1
+                turn.dropped += 1
+                advance()
+                continue
+            }
+            let send = ScheduledSend(sequence: sentCount, intendedTime: intended, lag: turn.now - intended)
+            sentCount += 1
+            turn.remaining -= 1
+            advance()
+            return send
+        }
+        return nil
+    }
+
+    public var isFinished: Bool { nextIntendedTime == nil }
+
+    // MARK: Slot arithmetic
+
+    private mutating func advance() {
+        guard let current = nextIntendedTime else { return }
+        if hasLookahead {
+            nextIntendedTime = lookahead
+            hasLookahead = false
+        } else {
+            nextIntendedTime = followingTime(after: current)
+        }
+        slotIndex += 1
+    }
+
+    /// Whether a later slot is also due, so the current one is skipped under `drop`.
+    private mutating func isSuperseded(intended: UInt64, now: UInt64) -> Bool {
+        if case let .bursts(count, every) = plan {
+            // A burst's messages share one time: the whole rest of a burst is superseded by the next burst.
+            let burst = slotIndex / UInt64(count)
+            let nextBurstFirstSlot = (burst + 1) * UInt64(count)
+            if let slotLimit, nextBurstFirstSlot >= slotLimit { return false }
+            return start.addingSaturating((burst + 1).multipliedSaturating(by: every)) <= now
+        }
+        if !hasLookahead {
+            lookahead = followingTime(after: intended)
+            hasLookahead = true
+        }
+        guard let following = lookahead else { return false }
+        return following <= now && following > intended
+    }
+
+    /// The time of the slot after the current one (index slotIndex + 1), nil past the slot limit.
+    private mutating func followingTime(after current: UInt64) -> UInt64? {
+        let nextIndex = slotIndex + 1
+        if let slotLimit, nextIndex >= slotLimit { return nil }
+        return slotTime(index: nextIndex, previous: current)
+    }
+
+    /// The intended time of slot `index`; `previous` is the slot before it (or start for slot 0).
+    private mutating func slotTime(index: UInt64, previous: UInt64) -> UInt64? {
+        switch plan {
+        case let .interval(period, jitter):
+            let grid = start.addingSaturating(index.multipliedSaturating(by: period))
+            return jitter == 0 ? grid : grid.addingSaturating(random.nextUInt64(in: 0...jitter))
+        case let .rate(perSecond):
+            let offset = (Double(index) * 1e9 / perSecond).rounded(.down)
+            return start.addingSaturating(offset >= 0x1p64 ? UInt64.max : UInt64(offset))
+        case let .poisson(perSecond):
+            return previous.addingSaturating(random.nextExponentialNanoseconds(mean: 1e9 / perSecond))
+        case let .bursts(count, every):
+            let burst = index / UInt64(max(count, 1))
+            return start.addingSaturating(burst.multipliedSaturating(by: every))
+        case .onConnect:
+            return index == 0 ? start : nil
+        }
+    }
+}
+
+extension UInt64 {
+    @inline(__always)
+    func multipliedSaturating(by other: UInt64) -> UInt64 {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? UInt64.max : product
+    }
+}

@@ -1,0 +1,224 @@
+/// QoS level of a message, as the metrics count it (the codec's own type stays in MQTTCodec).
+public enum QoSLevel: Int, CaseIterable, Sendable {
+    case atMostOnce = 0
+    case atLeastOnce = 1
+    case exactlyOnce = 2
+}
+
+/// One counter per QoS level, without allocation.
+public struct PerQoSCounts: Equatable, Sendable {
+    public var qos0: UInt64 = 0
+    public var qos1: UInt64 = 0
+    public var qos2: UInt64 = 0
+
+    public init(qos0: UInt64 = 0, qos1: UInt64 = 0, qos2: UInt64 = 0) {
+        self.qos0 = qos0
+        self.qos1 = qos1
+        self.qos2 = qos2
+    }
+
+    public subscript(qos: QoSLevel) -> UInt64 {
+        get {
+            switch qos {
+            case .atMostOnce: return qos0
+            case .atLeastOnce: return qos1
+            case .exactlyOnce: return qos2
+            }
+        }
+        set {
+            switch qos {
+            case .atMostOnce: qos0 = newValue
+            case .atLeastOnce: qos1 = newValue
+            case .exactlyOnce: qos2 = newValue
+            }
+        }
+    }
+
+    public var total: UInt64 { qos0 &+ qos1 &+ qos2 }
+
+    public mutating func add(_ other: PerQoSCounts) {
+        qos0 &+= other.qos0
+        qos1 &+= other.qos1
+        qos2 &+= other.qos2
+    }
+}
+
+/// Acks a client waits for under a deadline; a missed deadline is an ack timeout of that kind.
+public enum AckKind: Int, CaseIterable, Sendable {
+    case connack, suback, unsuback, puback, pubrec, pubcomp, pingresp
+
+    /// The key used in report.json (`ack_timeouts.<name>`).
+    public var reportName: String {
+        switch self {
+        case .connack: return "connack"
+        case .suback: return "suback"
+        case .unsuback: return "unsuback"
+        case .puback: return "puback"
+        case .pubrec: return "pubrec"
+        case .pubcomp: return "pubcomp"
+        case .pingresp: return "pingresp"
+        }
+    }
+}
+
+/// Ack timeouts by kind, without allocation.
+public struct AckTimeoutCounts: Equatable, Sendable {
+    public var connack: UInt64 = 0
+    public var suback: UInt64 = 0
+    public var unsuback: UInt64 = 0
+    public var puback: UInt64 = 0
+    public var pubrec: UInt64 = 0
+    public var pubcomp: UInt64 = 0
+    public var pingresp: UInt64 = 0
+
+    public init() {}
+
+    public subscript(kind: AckKind) -> UInt64 {
+        get {
+            switch kind {
+            case .connack: return connack
+            case .suback: return suback
+            case .unsuback: return unsuback
+            case .puback: return puback
+            case .pubrec: return pubrec
+            case .pubcomp: return pubcomp
+            case .pingresp: return pingresp
+            }
+        }
+        set {
+            switch kind {
+            case .connack: connack = newValue
+            case .suback: suback = newValue
+            case .unsuback: unsuback = newValue
+            case .puback: puback = newValue
+            case .pubrec: pubrec = newValue
+            case .pubcomp: pubcomp = newValue
+            case .pingresp: pingresp = newValue
+            }
+        }
+    }
+
+    public var total: UInt64 { AckKind.allCases.reduce(0) { $0 &+ self[$1] } }
+
+    public mutating func add(_ other: AckTimeoutCounts) {
+        for kind in AckKind.allCases { self[kind] &+= other[kind] }
+    }
+}
+
+/// Why a connection attempt failed.
+public enum ConnectFailureReason: Hashable, Sendable {
+    /// TCP connection refused (ECONNREFUSED).
+    case refused
+    /// TCP connect did not complete before its deadline.
+    case timeout
+    /// Another socket error while connecting (unreachable, reset, no ports left); `errno` kept.
+    case socketError(errno: Int32)
+    case tlsHandshakeFailed
+    case websocketUpgradeFailed
+    /// No CONNACK before its deadline.
+    case connackTimeout
+    /// CONNACK with a failure code: MQTT 3.1.1 §3.2.2.3 return code or MQTT 5.0 §3.2.2.2 reason code.
+    case connackRefused(code: UInt8)
+    /// The broker closed the connection before CONNACK.
+    case closedBeforeConnack
+    /// Malformed bytes from the broker before CONNACK.
+    case protocolError
+
+    /// The key used in report.json (`connections.failed_by_reason.<name>`).
+    public var reportName: String {
+        switch self {
+        case .refused: return "refused"
+        case .timeout: return "timeout"
+        case .socketError(let errno): return "socket_error_\(errno)"
+        case .tlsHandshakeFailed: return "tls_handshake_failed"
+        case .websocketUpgradeFailed: return "websocket_upgrade_failed"
+        case .connackTimeout: return "connack_timeout"
+        case .connackRefused(let code): return "connack_refused_0x" + hexByte(code)
+        case .closedBeforeConnack: return "closed_before_connack"
+        case .protocolError: return "protocol_error"
+        }
+    }
+}
+
+/// Why an established connection ended.
+public enum DisconnectReason: Hashable, Sendable {
+    /// The client sent DISCONNECT (end of run, scenario step).
+    case clientInitiated
+    /// The broker sent DISCONNECT with this MQTT 5.0 §3.14.2.1 reason code.
+    case serverDisconnect(reasonCode: UInt8)
+    /// The broker closed the socket without DISCONNECT.
+    case closedByPeer
+    /// A socket error (reset, broken pipe); `errno` kept.
+    case socketError(errno: Int32)
+    /// An ack deadline expired and the client's policy closes the connection.
+    case ackTimeout(AckKind)
+    /// Malformed bytes from the broker.
+    case protocolError
+
+    public var reportName: String {
+        switch self {
+        case .clientInitiated: return "client_initiated"
+        case .serverDisconnect(let code): return "server_disconnect_0x" + hexByte(code)
+        case .closedByPeer: return "closed_by_peer"
+        case .socketError(let errno): return "socket_error_\(errno)"
+        case .ackTimeout(let kind): return "\(kind.reportName)_timeout"
+        case .protocolError: return "protocol_error"
+        }
+    }
+}
+
+private func hexByte(_ byte: UInt8) -> String {
+    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"]
+    return String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0x0f)])
+}
+
+/// A run's counters are the sum of its lanes' and processes' `ClientCounters`.
+public typealias RunCounters = ClientCounters
+
+/// Counters of a set of clients: one lane's, one process's or (after `add`) a whole run's.
+///
+/// Per-message counters are plain fields (an increment is one add, no allocation). Failures and disconnects are
+/// counted by reason in small dictionaries: they happen per connection, not per message.
+public struct ClientCounters: Equatable, Sendable {
+    public var connectsAttempted: UInt64 = 0
+    public var connectsSucceeded: UInt64 = 0
+    public private(set) var connectsFailed: UInt64 = 0
+    public private(set) var connectFailures: [ConnectFailureReason: UInt64] = [:]
+    public private(set) var disconnects: [DisconnectReason: UInt64] = [:]
+    public var reconnects: UInt64 = 0
+    public var published = PerQoSCounts()
+    /// PUBACK for QoS 1, PUBCOMP for QoS 2 (never QoS 0).
+    public var acked = PerQoSCounts()
+    public var received = PerQoSCounts()
+    public var bytesIn: UInt64 = 0
+    public var bytesOut: UInt64 = 0
+    public var ackTimeouts = AckTimeoutCounts()
+
+    public init() {}
+
+    public mutating func recordConnectFailure(_ reason: ConnectFailureReason, count: UInt64 = 1) {
+        connectsFailed &+= count
+        connectFailures[reason, default: 0] &+= count
+    }
+
+    public mutating func recordDisconnect(_ reason: DisconnectReason, count: UInt64 = 1) {
+        disconnects[reason, default: 0] &+= count
+    }
+
+    public var disconnectsTotal: UInt64 { disconnects.values.reduce(0, &+) }
+
+    /// Adds another lane's, process's or run's counters to these.
+    public mutating func add(_ other: ClientCounters) {
+        connectsAttempted &+= other.connectsAttempted
+        connectsSucceeded &+= other.connectsSucceeded
+        for (reason, count) in other.connectFailures { recordConnectFailure(reason, count: count) }
+        for (reason, count) in other.disconnects { recordDisconnect(reason, count: count) }
+        reconnects &+= other.reconnects
+        published.add(other.published)
+        acked.add(other.acked)
+        received.add(other.received)
+        bytesIn &+= other.bytesIn
+        bytesOut &+= other.bytesOut
+        ackTimeouts.add(other.ackTimeouts)
+    }
+}
