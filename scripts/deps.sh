@@ -18,5 +18,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The reference HdrHistogram implementation (Python package hdrhistogram, module hdrh): tests check that it
+# reads fleetbench's encoded histograms and logs. Only tests use it.
+if ! command -v python3 >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends python3 python3-pip >/dev/null
+fi
+if ! python3 -c "import hdrh.histogram, hdrh.log" >/dev/null 2>&1; then
+    echo "fleetbench: installing the hdrhistogram Python package (reference for tests)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check hdrhistogram 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages hdrhistogram
+fi
+
 # Debian installs mosquitto in /usr/sbin, which is not on every user's PATH.
 case ":$PATH:" in *":/usr/sbin:"*) ;; *) export PATH="$PATH:/usr/sbin" ;; esac
