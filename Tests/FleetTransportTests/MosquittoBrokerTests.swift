@@ -10,7 +10,10 @@ struct MosquittoBrokerTests {
     func startsAndAcceptsTCP() throws {
         let broker = try MosquittoBroker()
         #expect(broker.host == "127.0.0.1")
-        #expect(broker.port != 0)
+        // Below the ephemeral range, so reconnecting clients can never hold the port while the broker restarts.
+        let range = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
+        let ephemeralStart = try #require(range.split(whereSeparator: \.isWhitespace).first.flatMap { UInt16($0) })
+        #expect(broker.port >= 10_000 && broker.port < ephemeralStart)
         #expect(broker.url == "mqtt://127.0.0.1:\(broker.port)")
         #expect(broker.isRunning)
         let pid = try #require(broker.pid)
@@ -160,8 +163,13 @@ struct MosquittoBrokerTests {
             return String(cString: made)
         }
         let path = directory + "/mosquitto"
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(("#!/bin/sh\n" + script + "\n").utf8)))
-        #expect(chmod(path, 0o755) == 0)
+        // O_CLOEXEC: a child spawned meanwhile by a parallel test must not keep this file open for writing, or
+        // executing it fails with ETXTBSY.
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        guard descriptor >= 0 else { throw SystemError(call: "open", errno: errno) }
+        let text = Array(("#!/bin/sh\n" + script + "\n").utf8)
+        #expect(write(descriptor, text, text.count) == text.count)
+        #expect(close(descriptor) == 0)
         return directory
     }
 
