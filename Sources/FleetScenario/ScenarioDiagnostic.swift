@@ -36,7 +36,19 @@ final class DecodingContext {
     /// Paths replaced by `--set`, with the argument as the user wrote it.
     let overriddenPaths: [(path: JSONPath, argument: String)]
     let environment: [String: String]
-    private(set) var diagnostics: [ScenarioDiagnostic] = []
+    private var entries: [(order: (Int, Int, Int), diagnostic: ScenarioDiagnostic)] = []
+
+    /// Diagnostics in file order (line, column), then those from `--set`, each group in discovery order.
+    var diagnostics: [ScenarioDiagnostic] {
+        entries.enumerated().sorted { left, right in
+            let a = left.element.order
+            let b = right.element.order
+            if a != b { return a < b }
+            return left.offset < right.offset
+        }.map(\.element.diagnostic)
+    }
+
+    var hasErrors: Bool { !entries.isEmpty }
 
     init(document: JSONDocument, overriddenPaths: [(path: JSONPath, argument: String)], environment: [String: String]) {
         self.document = document
@@ -44,9 +56,9 @@ final class DecodingContext {
         self.environment = environment
     }
 
-    func location(of path: JSONPath, atKey: Bool = false, characterOffset: Int? = nil) -> String {
-        if let override = overriddenPaths.last(where: { path.hasPrefix($0.path) }) {
-            return "--set \(override.argument)"
+    func location(of path: JSONPath, atKey: Bool = false, characterOffset: Int? = nil) -> (text: String, order: (Int, Int, Int)) {
+        if let overrideIndex = overriddenPaths.lastIndex(where: { path.hasPrefix($0.path) }) {
+            return ("--set \(overriddenPaths[overrideIndex].argument)", (Int.max, overrideIndex, 0))
         }
         let positions = document.positions
         let position: JSONPosition
@@ -59,12 +71,17 @@ final class DecodingContext {
         } else {
             position = document.position(of: path)
         }
-        return "\(document.file):\(position.line):\(position.column)"
+        return ("\(document.file):\(position.line):\(position.column)", (position.line, position.column, 0))
     }
 
     func error(_ path: JSONPath, _ message: String, atKey: Bool = false, characterOffset: Int? = nil) {
-        diagnostics.append(ScenarioDiagnostic(
-            location: location(of: path, atKey: atKey, characterOffset: characterOffset), path: path, message: message))
+        let found = location(of: path, atKey: atKey, characterOffset: characterOffset)
+        entries.append((found.order, ScenarioDiagnostic(location: found.text, path: path, message: message)))
+    }
+
+    /// A diagnostic about a `--set` argument itself (its path does not exist).
+    func overrideError(argument: String, path: JSONPath, message: String) {
+        entries.append(((Int.max, -1, 0), ScenarioDiagnostic(location: "--set \(argument)", path: path, message: message)))
     }
 
     func expected(_ what: String, _ path: JSONPath, got value: JSONValue) {
