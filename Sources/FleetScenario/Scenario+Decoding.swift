@@ -120,7 +120,7 @@ struct ScenarioDecoder {
                     "the stages last \(stageTotal), longer than the duration \(given)")
             }
             duration = given
-        } else if stages.isEmpty, !object.has("duration") {
+        } else if !object.has("stages"), !object.has("duration") {
             context.error(.root, "missing required key 'duration' (a duration such as \"30s\"; or give stages)")
         }
         let seed = object.optional("seed") { value, path in
@@ -486,16 +486,16 @@ struct ScenarioDecoder {
             return context.topicFilter(value, path, allowed: Placeholders.perClient).map { Subscription(filter: $0) }
         }
         guard let object = context.object(value, path, allowed: ["filter", "qos", "no_local", "retain_as_published", "retain_handling"], what: "a topic filter string or a subscription object") else { return nil }
-        guard let filter = object.required("filter", "a topic filter", { context.topicFilter($0, $1, allowed: Placeholders.perClient) }) else { return nil }
-        var subscription = Subscription(filter: filter)
-        subscription.qos = object.optional("qos", context.qos) ?? .atMostOnce
+        let filter = object.required("filter", "a topic filter", { context.topicFilter($0, $1, allowed: Placeholders.perClient) })
+        let qos = object.optional("qos", context.qos) ?? .atMostOnce
         for key in ["no_local", "retain_as_published", "retain_handling"] where object.has(key) && !isV5 {
             context.error(path.appending(key), "\(key) is an MQTT 5 subscription option; it needs protocol \"5\"", atKey: true)
         }
-        subscription.noLocal = object.optional("no_local", context.bool) ?? false
-        subscription.retainAsPublished = object.optional("retain_as_published", context.bool) ?? false
-        subscription.retainHandling = object.optional("retain_handling") { context.integer($0, $1, in: 0...2, what: "0, 1 or 2") } ?? 0
-        return subscription
+        let noLocal = object.optional("no_local", context.bool) ?? false
+        let retainAsPublished = object.optional("retain_as_published", context.bool) ?? false
+        let retainHandling = object.optional("retain_handling") { context.integer($0, $1, in: 0...2, what: "0, 1 or 2") } ?? 0
+        guard let filter else { return nil }
+        return Subscription(filter: filter, qos: qos, noLocal: noLocal, retainAsPublished: retainAsPublished, retainHandling: retainHandling)
     }
 
     func decodePublish(_ value: JSONValue, _ path: JSONPath, defaultName: String) -> PublishStream? {
@@ -504,13 +504,13 @@ struct ScenarioDecoder {
         let topic = object.required("topic", "the topic to publish to") { context.topicName($0, $1, allowed: Placeholders.perClient) }
         let schedule = object.required("schedule", "when to publish", decodeSchedule)
         let payload = object.required("payload", "what to publish", decodePayload)
+        let qos = object.optional("qos", context.qos) ?? .atMostOnce
+        let retain = object.optional("retain", context.bool) ?? false
+        let behind = object.optional("behind_schedule") { context.choice($0, $1, [("catch_up", BehindSchedulePolicy.catchUp), ("drop", .drop)]) } ?? .catchUp
+        let limit = object.optional("limit") { context.integer($0, $1, in: 1...Int64(Int32.max), what: "a positive integer") }
         guard let topic, let schedule, let payload else { return nil }
-        var stream = PublishStream(name: name, topic: topic, schedule: schedule, payload: payload)
-        stream.qos = object.optional("qos", context.qos) ?? .atMostOnce
-        stream.retain = object.optional("retain", context.bool) ?? false
-        stream.behindSchedule = object.optional("behind_schedule") { context.choice($0, $1, [("catch_up", BehindSchedulePolicy.catchUp), ("drop", .drop)]) } ?? .catchUp
-        stream.limit = object.optional("limit") { context.integer($0, $1, in: 1...Int64(Int32.max), what: "a positive integer") }
-        return stream
+        return PublishStream(name: name, topic: topic, qos: qos, retain: retain, schedule: schedule, payload: payload,
+                             behindSchedule: behind, limit: limit)
     }
 
     func decodeSchedule(_ value: JSONValue, _ path: JSONPath) -> PublishSchedule? {
@@ -597,22 +597,21 @@ struct ScenarioDecoder {
         let responseTopic = object.required("response_topic", isV5 ? "the topic answers come back on" : "a filter matching the responder's reply_topic") { value, path in
             isV5 ? context.topicName(value, path, allowed: Placeholders.perClient) : context.topicFilter(value, path, allowed: Placeholders.perClient)
         }
+        let qos = object.optional("qos", context.qos) ?? .atLeastOnce
+        let timeout = object.optional("timeout") { context.duration($0, $1, allowZero: false) } ?? .seconds(15)
         guard let target, let topic, let schedule, let payload, let responseTopic else { return nil }
-        var request = RequestStream(name: name, targetFleet: target, topic: topic, schedule: schedule, payload: payload, responseTopic: responseTopic)
-        request.qos = object.optional("qos", context.qos) ?? .atLeastOnce
-        request.timeout = object.optional("timeout") { context.duration($0, $1, allowZero: false) } ?? .seconds(15)
-        return request
+        return RequestStream(name: name, targetFleet: target, topic: topic, qos: qos, schedule: schedule, payload: payload,
+                             responseTopic: responseTopic, timeout: timeout)
     }
 
     func decodeResponder(_ value: JSONValue, _ path: JSONPath) -> Responder? {
         guard let object = context.object(value, path, allowed: ["topic", "qos", "reply_topic", "payload"]) else { return nil }
         let topic = object.required("topic", "the per-client request topic") { context.topicName($0, $1, allowed: Placeholders.perClient) }
         let payload = object.optional("payload", decodePayload) ?? .template(PayloadTemplate(segments: [.literal(Array("ok".utf8))], isJSON: false))
+        let qos = object.optional("qos", context.qos) ?? .atLeastOnce
+        let replyTopic = object.optional("reply_topic") { context.topicName($0, $1, allowed: Placeholders.perClient) }
         guard let topic else { return nil }
-        var responder = Responder(topic: topic, payload: payload)
-        responder.qos = object.optional("qos", context.qos) ?? .atLeastOnce
-        responder.replyTopic = object.optional("reply_topic") { context.topicName($0, $1, allowed: Placeholders.perClient) }
-        return responder
+        return Responder(topic: topic, qos: qos, replyTopic: replyTopic, payload: payload)
     }
 
     func decodeHeartbeat(_ value: JSONValue, _ path: JSONPath) -> Heartbeat? {
@@ -620,11 +619,10 @@ struct ScenarioDecoder {
         let topic = object.required("topic", "where the online notice goes") { context.topicName($0, $1, allowed: Placeholders.perClient) }
         let interval = object.required("interval", "the time between notices") { context.duration($0, $1, allowZero: false) }
         let payload = object.required("payload", "the notice", decodePayload)
+        let qos = object.optional("qos", context.qos) ?? .atMostOnce
+        let retain = object.optional("retain", context.bool) ?? false
         guard let topic, let interval, let payload else { return nil }
-        var heartbeat = Heartbeat(topic: topic, interval: interval, payload: payload)
-        heartbeat.qos = object.optional("qos", context.qos) ?? .atMostOnce
-        heartbeat.retain = object.optional("retain", context.bool) ?? false
-        return heartbeat
+        return Heartbeat(topic: topic, interval: interval, qos: qos, retain: retain, payload: payload)
     }
 
     // MARK: Cross-checks

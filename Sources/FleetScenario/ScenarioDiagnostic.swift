@@ -144,7 +144,8 @@ func closestMatch(to word: String, among candidates: [String]) -> String? {
     }
     guard let best else { return nil }
     let limit = max(1, min(3, word.count / 3))
-    return best.distance <= limit ? best.candidate : nil
+    // A distance equal to the word's length means nothing in common: no suggestion.
+    return best.distance <= limit && best.distance < word.count ? best.candidate : nil
 }
 
 /// Levenshtein distance over characters.

@@ -31,16 +31,16 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
                 index += 1
             }
             guard index > numberStart, let number = Double(String(characters[numberStart..<index])) else {
-                return .failure(TimeSpanError(message: "expected a number at character \(numberStart + 1)"))
+                return .failure(TimeSpanError(message: "no number at character \(numberStart + 1)"))
             }
             let unitStart = index
             while index < characters.count, characters[index].isLetter { index += 1 }
             let unit = String(characters[unitStart..<index])
             if unit.isEmpty {
-                return .failure(TimeSpanError(message: "missing unit after \(String(characters[numberStart..<index])) (use ns, us, ms, s, m or h)"))
+                return .failure(TimeSpanError(message: "missing unit after '\(String(characters[numberStart..<index]))'"))
             }
             guard let factor = units.first(where: { $0.name == unit })?.nanoseconds else {
-                return .failure(TimeSpanError(message: "unknown unit '\(unit)' (use ns, us, ms, s, m or h)"))
+                return .failure(TimeSpanError(message: "unknown unit '\(unit)'; units are ns, us, ms, s, m, h"))
             }
             total += number * factor
         }
