@@ -79,7 +79,7 @@ public struct ScenarioPlan: Equatable, Sendable {
         lines.append("  brokers: \(brokers.joined(separator: ", "))")
         lines.append("  duration: \(duration), \(totalClients) clients, \(Self.rate(totalPublishRate)) msg/s published when all are connected")
         for fleet in fleets {
-            lines.append("  fleet \(fleet.name): \(fleet.clients) clients, MQTT \(fleet.protocolVersion.rawValue)")
+            lines.append("  fleet \(fleet.name): \(fleet.clients) client\(fleet.clients == 1 ? "" : "s"), MQTT \(fleet.protocolVersion.rawValue)")
             for stream in fleet.streams {
                 lines.append("    \(stream.kind) \(stream.name) -> \(stream.topic) qos \(stream.qos.rawValue): \(Self.rate(stream.perClientRate))/s per client, \(Self.rate(stream.totalRate)) msg/s total")
             }

@@ -31,7 +31,7 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
                 index += 1
             }
             guard index > numberStart, let number = Double(String(characters[numberStart..<index])) else {
-                return .failure(TimeSpanError(message: "no number at character \(numberStart + 1)"))
+                return .failure(TimeSpanError(message: "expected a number at character \(numberStart + 1), found '\(characters[numberStart])'"))
             }
             let unitStart = index
             while index < characters.count, characters[index].isLetter { index += 1 }
