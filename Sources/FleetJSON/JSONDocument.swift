@@ -68,7 +68,8 @@ public struct JSONDocument: Sendable {
             if count < chunk.count { break }
         }
         if ferror(handle) != 0 {
-            throw JSONParseError(file: path, position: JSONPosition(line: 1, column: 1), message: "cannot read file: I/O error")
+            let reason = String(cString: strerror(errno))
+            throw JSONParseError(file: path, position: JSONPosition(line: 1, column: 1), message: "cannot read file: \(reason)")
         }
         return try parse(bytes: bytes, file: path)
     }

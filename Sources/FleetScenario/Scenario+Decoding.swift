@@ -298,7 +298,11 @@ struct ScenarioDecoder {
             }
             fleet.clientID = pattern
         }
-        fleet.protocolVersion = object.optional("protocol", { context.choice($0, $1, ProtocolVersion.allCases.map { ($0.rawValue, $0) }) }) ?? .v3_1_1
+        fleet.protocolVersion = object.optional("protocol", { value, path in
+            // `--set fleets.x.protocol=5` arrives as the JSON number 5; accept it rather than make users quote it.
+            if case .integer(5) = value { return ProtocolVersion.v5 }
+            return context.choice(value, path, ProtocolVersion.allCases.map { ($0.rawValue, $0) })
+        }) ?? .v3_1_1
         let isV5 = fleet.protocolVersion == .v5
         fleet.transport = object.optional("transport") { context.choice($0, $1, BrokerTransport.allCases.map { ($0.rawValue, $0) }) }
         if let keepalive = object.optional("keepalive", { context.duration($0, $1) }) {
@@ -393,8 +397,7 @@ struct ScenarioDecoder {
         let password = object.optional("password") { value, path -> SecretText? in
             guard let text = context.string(value, path), let resolved = context.substituteEnvironment(text, path) else { return nil }
             // Only variable references are safe to show; literal password text never is.
-            let onlyReference = text.hasPrefix("${") && text.hasSuffix("}") && text.dropFirst(2).firstIndex(of: "$") == nil
-            return SecretText(resolved: resolved, redacted: onlyReference ? text : "********")
+            return SecretText(resolved: resolved, redacted: ScenarioRedaction.isOnlyReference(text) ? text : ScenarioRedaction.mask)
         }
         return Credentials(username: username, password: password)
     }

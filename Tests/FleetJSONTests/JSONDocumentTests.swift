@@ -104,6 +104,16 @@ struct JSONDocumentTests {
         }
     }
 
+    @Test("a directory is an error naming the file and the reason")
+    func directory() {
+        do {
+            _ = try JSONDocument.load(path: "/tmp")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description == "/tmp:1:1: cannot read file: Is a directory")
+        }
+    }
+
     @Test("paths print as dotted keys with indexes and quote unusual keys")
     func pathDescription() {
         #expect(JSONPath.root.description == "$")

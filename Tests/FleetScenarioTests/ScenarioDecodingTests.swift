@@ -221,3 +221,25 @@ struct ScenarioDecodingTests {
         #expect(scenario.duration == .seconds(3))
     }
 }
+
+@Suite("Redacting scenarios for reports")
+struct ScenarioRedactionTests {
+    @Test("literal passwords are masked, variable references and everything else kept")
+    func redacts() throws {
+        let document = try JSONDocument.parse(text: """
+            {"fleets": [{"name": "a", "credentials": {"username": "u", "password": "hunter2"}},
+                        {"name": "b", "credentials": {"password": "${FB_PASS}"}},
+                        {"name": "c", "credentials": {"password": "x${FB_PASS}"}}]}
+            """, file: "t")
+        #expect(JSONWriter.string(from: ScenarioRedaction.redact(document.root), style: .compact)
+            == #"{"fleets":[{"name":"a","credentials":{"username":"u","password":"********"}},{"name":"b","credentials":{"password":"${FB_PASS}"}},{"name":"c","credentials":{"password":"********"}}]}"#)
+    }
+
+    @Test("protocol 5 may be given as a number, as --set produces")
+    func protocolNumber() throws {
+        let scenario = try decodeFixture(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1}]}"#,
+                                         overrides: ["fleets.a.protocol=5", "fleets.a.clean_start=false"]).get()
+        #expect(scenario.fleets[0].protocolVersion == .v5)
+        #expect(scenario.fleets[0].cleanStart == false)
+    }
+}
