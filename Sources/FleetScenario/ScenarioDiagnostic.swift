@@ -36,6 +36,8 @@ final class DecodingContext {
     /// Paths replaced by `--set`, with the argument as the user wrote it.
     let overriddenPaths: [(path: JSONPath, argument: String)]
     let environment: [String: String]
+    /// When set, every diagnostic is located here (values from the command line have no file position).
+    var fixedLocation: String?
     private var entries: [(order: (Int, Int, Int), diagnostic: ScenarioDiagnostic)] = []
 
     /// Diagnostics in file order (line, column), then those from `--set`, each group in discovery order.
@@ -57,6 +59,7 @@ final class DecodingContext {
     }
 
     func location(of path: JSONPath, atKey: Bool = false, characterOffset: Int? = nil) -> (text: String, order: (Int, Int, Int)) {
+        if let fixedLocation { return (fixedLocation, (Int.max, Int.max, 0)) }
         if let overrideIndex = overriddenPaths.lastIndex(where: { path.hasPrefix($0.path) }) {
             return ("--set \(overriddenPaths[overrideIndex].argument)", (Int.max, overrideIndex, 0))
         }
