@@ -12,7 +12,8 @@ import Glibc
 /// its own beyond that (`max_connections` defaults to unlimited).
 public final class MosquittoBroker: @unchecked Sendable {
     public let configuration: MosquittoConfiguration
-    public let layout: MosquittoLayout
+    /// Set during init (re-picked if a port was taken in the meantime) and fixed afterwards, across restarts.
+    public private(set) var layout: MosquittoLayout
     public let executablePath: String
 
     /// All mutable state sits behind this lock: tests may stop a broker from another thread than the one that made it.
@@ -51,19 +52,41 @@ public final class MosquittoBroker: @unchecked Sendable {
             executablePath = try MosquittoLocator.locate()
         }
         let directory = try Self.makeTemporaryDirectory()
+        layout = try Self.pickLayout(configuration: configuration, directory: directory)
+        lock.lock()
+        defer { lock.unlock() }
+        // A port checked free can be taken before mosquitto binds it (another test or broker starting at the same
+        // moment); then mosquitto exits with "Address already in use" and new ports are tried, up to three times.
+        for attempt in 1...3 {
+            do {
+                try writeConfiguration()
+                try startLocked()
+                return
+            } catch .exitedDuringStart(_, let tail) where attempt < 3 && tail.contains("Address already in use") {
+                layout = try Self.pickLayout(configuration: configuration, directory: directory)
+            }
+        }
+    }
+
+    private static func pickLayout(
+        configuration: MosquittoConfiguration, directory: String
+    ) throws(MosquittoError) -> MosquittoLayout {
         let port = try LoopbackPort.free()
         let websocketsPort = configuration.websocketsListener ? try LoopbackPort.free() : nil
         let tlsPort = configuration.tlsListener != nil ? try LoopbackPort.free() : nil
-        layout = MosquittoLayout(
+        return MosquittoLayout(
             host: "127.0.0.1", port: port, websocketsPort: websocketsPort, tlsPort: tlsPort, directory: directory)
+    }
+
+    private func writeConfiguration() throws(MosquittoError) {
         let runAsUser = geteuid() == 0 ? "root" : nil
         let text = configuration.renderedFile(layout: layout, runAsUser: runAsUser)
         guard FileManager.default.createFile(atPath: layout.configPath, contents: Data(text.utf8)) else {
             throw .launchFailed(executable: executablePath, reason: "cannot write \(layout.configPath)")
         }
-        lock.lock()
-        defer { lock.unlock() }
-        try startLocked()
+        // Fresh logs per attempt, so an error message belongs to this attempt.
+        _ = FileManager.default.createFile(atPath: layout.consolePath, contents: nil)
+        try? FileManager.default.removeItem(atPath: layout.logPath)
     }
 
     deinit {
@@ -128,7 +151,13 @@ public final class MosquittoBroker: @unchecked Sendable {
         posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var spawned: pid_t = 0
-        let status = posix_spawn(&spawned, executablePath, &actions, &attributes, &argv, environ)
+        var status = posix_spawn(&spawned, executablePath, &actions, &attributes, &argv, environ)
+        // ETXTBSY: the executable is still open for writing somewhere (just installed, or a child another thread
+        // is spawning inherited the writer's descriptor for a moment). It clears by itself; try a few more times.
+        for _ in 0..<20 where status == ETXTBSY {
+            usleep(10_000)
+            status = posix_spawn(&spawned, executablePath, &actions, &attributes, &argv, environ)
+        }
         if status != 0 {
             throw .launchFailed(executable: executablePath, reason: String(cString: strerror(status)))
         }

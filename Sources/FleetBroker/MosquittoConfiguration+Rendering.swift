@@ -43,6 +43,7 @@ extension MosquittoConfiguration {
             "log_type notice",
             "log_type information",
             "log_timestamp true",
+            "connection_messages \(connectionMessages ? "true" : "false")",
         ]
         if let runAsUser { lines.append("user \(runAsUser)") }
         lines.append("listener \(layout.port) \(layout.host)")

@@ -32,6 +32,9 @@ public struct MosquittoConfiguration: Sendable, Equatable {
     public var maxQueuedMessages: Int = 0
     /// Keep sessions on disk across restarts (`persistence`). Off: a restarted broker forgets everything.
     public var persistence: Bool = false
+    /// Log every client connect and disconnect (`connection_messages`). Useful in tests; benchmarks connecting
+    /// tens of thousands of clients may turn it off so the broker's own logging does not weigh on the figures.
+    public var connectionMessages: Bool = true
     /// Add a `protocol websockets` listener on its own free port.
     public var websocketsListener: Bool = false
     /// Add a TLS listener on its own free port.

@@ -1,0 +1,43 @@
+import Testing
+@testable import FleetScenario
+
+@Suite("Topic filter matching")
+struct TopicMatchingTests {
+    @Test("filters match per MQTT 5.0 §4.7", arguments: [
+        ("a/b", "a/b", true), ("a/+", "a/b", true), ("a/+", "a/b/c", false), ("a/#", "a", true), ("a/#", "a/b/c", true),
+        ("#", "a/b", true), ("+/+", "/x", true), ("+", "$SYS", false), ("#", "$SYS/x", false), ("$SYS/#", "$SYS/x", true),
+        ("a/b", "a/b/c", false), ("a/b/c", "a/b", false), ("+/b", "a/c", false),
+    ])
+    func matches(filter: String, topic: String, expected: Bool) {
+        #expect(TopicMatching.matches(filter: filter, topic: topic) == expected)
+    }
+}
+
+@Suite("--broker replacing the scenario's brokers")
+struct ReplacingBrokersTests {
+    @Test("valid URLs replace the brokers")
+    func replaces() throws {
+        let scenario = try decodeFixture(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1}]}"#).get()
+        let replaced = try scenario.replacingBrokers(with: ["mqtt://10.0.0.1", "wss://h:8443/ws"]).get()
+        #expect(replaced.brokers.map(\.port) == [1883, 8443])
+        #expect(replaced.brokers[1].webSocket?.path == "/ws")
+        #expect(replaced.brokers[1].tls == TLSOptions())
+        #expect(!replaced.usesEmbeddedBroker)
+    }
+
+    @Test("bad URLs, restart stages and unmatched transports are reported against --broker")
+    func rejects() throws {
+        let scenario = try decodeFixture("""
+            {"fleets": [{"name": "a", "count": 1, "transport": "ws"}], "stages": [{"type": "restart", "duration": "5s"}]}
+            """).get()
+        guard case .failure(let error) = scenario.replacingBrokers(with: ["mqtt://h", "http://x"]) else {
+            Issue.record("expected failure")
+            return
+        }
+        #expect(error.description == """
+            --broker http://x: brokers[1]: unsupported scheme 'http'; expected mqtt, mqtts, ws or wss
+            --broker mqtt://h,http://x: stages[0].type: a broker restart needs the embedded broker; drop --broker to use it
+            --broker mqtt://h,http://x: fleets[0].transport: no broker with a ws:// URL for this fleet; brokers are: mqtt://h
+            """)
+    }
+}
