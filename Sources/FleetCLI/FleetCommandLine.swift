@@ -30,35 +30,48 @@ public enum FleetCommandLine {
     }
 
     /// Runs the command line and returns its exit code (testable without exiting).
-    public static func run(arguments: [String]) -> ExitCode {
+    public static func run(arguments: [String], console: Console = Console()) -> ExitCode {
         guard let first = arguments.first else {
-            printError(usage)
+            console.error(usage)
             return .usage
         }
+        let rest = Array(arguments.dropFirst())
         switch first {
         case "--version", "version":
-            print("fleetbench \(FleetVersion.current)")
+            console.print("fleetbench \(FleetVersion.current)")
             return .success
-        case "-h", "--help", "help":
-            print(usage)
+        case "-h", "--help":
+            console.print(usage)
             return .success
+        case "help":
+            return help(for: rest.first, console: console)
+        case "validate":
+            do {
+                guard let command = try ValidateCommand.parse(rest) else {
+                    console.print(ValidateCommand.help)
+                    return .success
+                }
+                return command.run(output: console)
+            } catch {
+                console.error("fleetbench validate: \(error.message)\n\n\(ValidateCommand.help)")
+                return .usage
+            }
         default:
-            printError("fleetbench: unknown command '\(first)'\n\n\(usage)")
+            console.error("fleetbench: unknown command '\(first)'\n\n\(usage)")
             return .usage
         }
     }
 
-    /// Writes to standard error through the file descriptor: the C `stderr` global is shared mutable
-    /// state that Swift 6 strict concurrency rejects.
-    static func printError(_ text: String) {
-        var line = text + "\n"
-        line.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
+    static func help(for command: String?, console: Console) -> ExitCode {
+        switch command {
+        case nil:
+            console.print(usage)
+        case "validate":
+            console.print(ValidateCommand.help)
+        default:
+            console.error("fleetbench help: unknown command '\(command!)'\n\n\(usage)")
+            return .usage
         }
+        return .success
     }
 }

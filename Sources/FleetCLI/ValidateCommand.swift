@@ -1,0 +1,76 @@
+import Foundation
+import FleetScenario
+
+/// `fleetbench validate FILE... [--set path=value]...`: checks scenario files without running them and prints
+/// each one's plan. Every error of every file is printed (file:line:column: path: message), not only the first.
+struct ValidateCommand {
+    static let help = """
+        Usage: fleetbench validate FILE... [--set path=value]...
+
+        Checks scenario files without running them: JSON syntax, duplicate and unknown keys, types, ranges,
+        thresholds. Prints every error as file:line:column: path: message, and for a valid file a short plan
+        (fleets, client counts, expected message rates, duration).
+
+        Options:
+          --set path=value    override a value before checking (repeatable), e.g. --set fleets.vehicles.count=5000
+          -h, --help          show this help
+
+        Exit codes: 0 all files valid, 2 usage error, 65 at least one file invalid.
+        """
+
+    var files: [String] = []
+    var overrides: [String] = []
+
+    /// Parses the arguments after `validate`.
+    static func parse(_ arguments: [String]) throws(UsageError) -> ValidateCommand? {
+        var command = ValidateCommand()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "-h", "--help":
+                return nil
+            case "--set":
+                index += 1
+                guard index < arguments.count else { throw UsageError("--set needs a value: --set path=value") }
+                command.overrides.append(arguments[index])
+            default:
+                if argument.hasPrefix("--set=") {
+                    command.overrides.append(String(argument.dropFirst("--set=".count)))
+                } else if argument.hasPrefix("-") {
+                    throw UsageError("unknown option '\(argument)' for validate")
+                } else {
+                    command.files.append(argument)
+                }
+            }
+            index += 1
+        }
+        guard !command.files.isEmpty else { throw UsageError("validate needs at least one scenario file") }
+        return command
+    }
+
+    func run(output: Console) -> ExitCode {
+        var invalid = 0
+        let environment = ProcessInfo.processInfo.environment
+        for file in files {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                output.error("\(file): cannot read the file (does it exist?)")
+                invalid += 1
+                continue
+            }
+            do {
+                let scenario = try Scenario.load(path: file, overrides: overrides, environment: environment)
+                output.print("\(file): valid")
+                output.print(ScenarioPlan(scenario).render())
+            } catch {
+                output.error(error.description)
+                invalid += 1
+            }
+        }
+        if invalid > 0 {
+            output.error("\(invalid) of \(files.count) scenario file\(files.count == 1 ? "" : "s") invalid")
+            return .invalidScenario
+        }
+        return .success
+    }
+}
