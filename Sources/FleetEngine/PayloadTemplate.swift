@@ -130,9 +130,9 @@ public struct PayloadTemplate: Sendable {
         for index in range {
             switch segments[index] {
             case let .literal(start, end):
-                buffer.append(contentsOf: literalBytes[start..<end])
+                appendBytes(literalBytes, start..<end, to: &buffer)
             case .clientID:
-                buffer.append(contentsOf: context.clientID)
+                appendBytes(context.clientID, 0..<context.clientID.count, to: &buffer)
             case .clientIndex:
                 appendDecimal(Int64(context.clientIndex), to: &buffer)
             case .sequence:
@@ -145,7 +145,7 @@ public struct PayloadTemplate: Sendable {
                 appendScaledDecimal(random.nextInt(in: low...high), fractionDigits: fractionDigits, to: &buffer)
             case let .choice(first, count):
                 let option = choiceRanges[first + Int(random.next(below: UInt64(count)))]
-                buffer.append(contentsOf: literalBytes[option])
+                appendBytes(literalBytes, option, to: &buffer)
             case .uuid:
                 appendUUID(high: random.next(), low: random.next(), to: &buffer)
             }
@@ -317,24 +317,31 @@ private func isWhitespace(_ byte: UInt8) -> Bool {
     byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
 }
 
-/// Appends the decimal digits of `value` without allocating.
+/// Appends a range of `source` with one memcpy (appending an ArraySlice takes a slow generic path).
+@inline(__always)
+private func appendBytes(_ source: [UInt8], _ range: Range<Int>, to bytes: inout [UInt8]) {
+    source.withUnsafeBufferPointer { whole in
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: whole[range]))
+    }
+}
+
+/// Appends the decimal digits of `value` (zero-padded to `minimumDigits`, at most 20) without allocating:
+/// the digits are formed in stack memory and appended with one copy.
 @inline(__always)
 func appendDecimal(_ value: UInt64, to bytes: inout [UInt8], minimumDigits: Int = 1) {
-    var digits = 1
-    var rest = value
-    while rest >= 10 {
-        rest /= 10
-        digits += 1
-    }
-    digits = max(digits, minimumDigits)
-    let start = bytes.count
-    for _ in 0..<digits { bytes.append(UInt8(ascii: "0")) }
-    var remaining = value
-    var index = start + digits - 1
-    while remaining > 0 {
-        bytes[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
-        remaining /= 10
-        index -= 1
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { scratch in
+        var index = 20
+        var remaining = value
+        repeat {
+            index -= 1
+            scratch[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
+            remaining /= 10
+        } while remaining > 0
+        while 20 - index < min(minimumDigits, 20) {
+            index -= 1
+            scratch[index] = UInt8(ascii: "0")
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[index..<20]))
     }
 }
 
