@@ -176,13 +176,18 @@ private func appendBigEndian(_ value: UInt64, byteCount: Int, to bytes: inout [U
 
 private let hexDigits: StaticString = "0123456789abcdef"
 
+/// Appends `digits` (at most 16) lowercase hex digits of `value`, formed in stack memory and copied once.
 @inline(__always)
 func appendHex(_ value: UInt64, digits: Int, to bytes: inout [UInt8]) {
-    var shift = (digits - 1) * 4
-    while shift >= 0 {
-        let nibble = Int((value >> UInt64(shift)) & 0xF)
-        bytes.append(hexDigits.utf8Start[nibble])
-        shift -= 4
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { scratch in
+        var remaining = value
+        var index = digits
+        while index > 0 {
+            index -= 1
+            scratch[index] = hexDigits.utf8Start[Int(remaining & 0xF)]
+            remaining >>= 4
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[0..<digits]))
     }
 }
 

@@ -34,6 +34,11 @@ public enum PublishPlan: Sendable, Equatable {
     }
 }
 
+public struct PublishPlanError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
 /// What to do with slots that are already due when a client gets to send.
 public enum BehindPolicy: Sendable, Equatable {
     /// Send the backlog as fast as allowed (at most `maxPerTurn` per turn); each keeps its intended time.
@@ -102,8 +107,10 @@ public struct PublishSchedule: Sendable {
     /// - Parameters:
     ///   - start: when the plan begins (typically connection time plus a per-client phase offset).
     ///   - random: the stream's own generator (jitter, Poisson gaps).
+    /// Throws the plan's `validationError` (a plan from a scenario file must never trap the process).
     public init(plan: PublishPlan, start: UInt64, behind: BehindPolicy = .catchUp, maxPerTurn: Int = 64,
-                slotLimit: UInt64? = nil, random: SeededRandom) {
+                slotLimit: UInt64? = nil, random: SeededRandom) throws(PublishPlanError) {
+        if let message = plan.validationError { throw PublishPlanError(message: message) }
         self.plan = plan
         self.behind = behind
         self.maxPerTurn = max(maxPerTurn, 1)

@@ -101,6 +101,7 @@ public struct SeededRandom: Sendable, Equatable {
     @inline(__always)
     public mutating func nextExponentialNanoseconds(mean: Double) -> UInt64 {
         let value = nextExponential(mean: mean).rounded()
+        guard value > 0 else { return 0 }  // also a negative or NaN mean: never trap on a bad parameter
         return value >= 0x1p64 ? UInt64.max : UInt64(value)
     }
 }

@@ -163,7 +163,9 @@ public struct TimingWheel: Sendable {
     }
 
     /// The monotonic time at which `advance` will next have something to hand out (a tick boundary), or nil
-    /// when nothing is scheduled. Returns a time not after the last advanced tick when entries are ready.
+    /// when nothing is scheduled; a lane with nothing else to do can sleep until then. Returns a time not
+    /// after the last advanced tick when entries are ready. With deadlines parked beyond the 2^36-tick span
+    /// it may answer earlier than the next entry (waking then is harmless: nothing fires early).
     public func nextExpiration() -> UInt64? {
         if readyHead != Self.none { return tickTime(elapsedTicks) }
         guard let slot = nextOccupiedSlot() else { return nil }
@@ -173,7 +175,10 @@ public struct TimingWheel: Sendable {
             earliest = min(earliest, whenTicks[Int(node)])
             node = nextNode[Int(node)]
         }
-        return tickTime(earliest)
+        // Entries of the earliest slot lie inside its range, unless they are parked far deadlines: then later
+        // slots may hold earlier entries, so answer the slot's start, where advancing re-parks them.
+        let slotEnd = slot.start &+ (1 << (UInt64(slot.level) * Self.slotBits))
+        return tickTime(earliest < slotEnd ? earliest : slot.start)
     }
 
     // MARK: Internals

@@ -17,8 +17,8 @@ struct PublishScheduleTests {
     let start: UInt64 = 10 * second
 
     @Test("a fixed interval keeps its grid even when sends are late")
-    func intervalGrid() {
-        var schedule = PublishSchedule(plan: .interval(period: second), start: start, random: SeededRandom(seed: 1))
+    func intervalGrid() throws {
+        var schedule = try PublishSchedule(plan: .interval(period: second), start: start, random: SeededRandom(seed: 1))
         #expect(turn(&schedule, at: start - 1).sends.isEmpty)
         #expect(turn(&schedule, at: start).sends == [ScheduledSend(sequence: 0, intendedTime: start, lag: 0)])
         #expect(schedule.nextIntendedTime == start + second)
@@ -29,8 +29,8 @@ struct PublishScheduleTests {
     }
 
     @Test("catch-up sends the whole backlog with each slot's own lag, bounded per turn")
-    func catchUp() {
-        var schedule = PublishSchedule(plan: .interval(period: 100 * ms), start: start, behind: .catchUp,
+    func catchUp() throws {
+        var schedule = try PublishSchedule(plan: .interval(period: 100 * ms), start: start, behind: .catchUp,
                                        maxPerTurn: 4, random: SeededRandom(seed: 1))
         let now = start + 1_050 * ms  // slots 0...10 are due
         let first = turn(&schedule, at: now)
@@ -47,8 +47,8 @@ struct PublishScheduleTests {
     }
 
     @Test("drop skips superseded slots, counts them, and numbers only the messages sent")
-    func drop() {
-        var schedule = PublishSchedule(plan: .interval(period: 100 * ms), start: start, behind: .drop,
+    func drop() throws {
+        var schedule = try PublishSchedule(plan: .interval(period: 100 * ms), start: start, behind: .drop,
                                        random: SeededRandom(seed: 1))
         #expect(turn(&schedule, at: start).sends.map(\.sequence) == [0])
         let late = turn(&schedule, at: start + 1_050 * ms)  // slots 1...10 due: 1...9 superseded by 10
@@ -66,20 +66,20 @@ struct PublishScheduleTests {
         (1_000.0, [0, 1_000_000, 2_000_000, 3_000_000, 4_000_000]),
         (0.5, [0, 2_000_000_000, 4_000_000_000, 6_000_000_000, 8_000_000_000]),
     ])
-    func rateGrid(perSecond: Double, offsets: [UInt64]) {
-        var schedule = PublishSchedule(plan: .rate(perSecond: perSecond), start: start, maxPerTurn: 100,
+    func rateGrid(perSecond: Double, offsets: [UInt64]) throws {
+        var schedule = try PublishSchedule(plan: .rate(perSecond: perSecond), start: start, maxPerTurn: 100,
                                        random: SeededRandom(seed: 1))
         let sends = turn(&schedule, at: start + offsets[4]).sends
         #expect(sends.map { $0.intendedTime - start } == offsets)
     }
 
     @Test("bursts: n messages share an intended time; drop skips whole superseded bursts")
-    func bursts() {
-        var catchUp = PublishSchedule(plan: .bursts(count: 3, every: second), start: start, maxPerTurn: 4,
+    func bursts() throws {
+        var catchUp = try PublishSchedule(plan: .bursts(count: 3, every: second), start: start, maxPerTurn: 4,
                                       random: SeededRandom(seed: 1))
         let first = turn(&catchUp, at: start + second)
         #expect(first.sends.map(\.intendedTime) == [start, start, start, start + second])
-        var dropping = PublishSchedule(plan: .bursts(count: 3, every: second), start: start, behind: .drop,
+        var dropping = try PublishSchedule(plan: .bursts(count: 3, every: second), start: start, behind: .drop,
                                        maxPerTurn: 10, random: SeededRandom(seed: 1))
         let late = turn(&dropping, at: start + 2_500 * ms)
         #expect(late.dropped == 6)
@@ -92,16 +92,16 @@ struct PublishScheduleTests {
     }
 
     @Test("on-connect sends exactly one message at the start")
-    func onConnect() {
-        var schedule = PublishSchedule(plan: .onConnect, start: start, random: SeededRandom(seed: 1))
+    func onConnect() throws {
+        var schedule = try PublishSchedule(plan: .onConnect, start: start, random: SeededRandom(seed: 1))
         #expect(turn(&schedule, at: start + 7 * ms).sends == [ScheduledSend(sequence: 0, intendedTime: start, lag: 7 * ms)])
         #expect(schedule.isFinished)
         #expect(turn(&schedule, at: start + 100 * second).sends.isEmpty)
     }
 
     @Test("a slot limit ends the plan; dropped slots count towards it")
-    func slotLimit() {
-        var schedule = PublishSchedule(plan: .interval(period: second), start: start, behind: .drop, slotLimit: 5,
+    func slotLimit() throws {
+        var schedule = try PublishSchedule(plan: .interval(period: second), start: start, behind: .drop, slotLimit: 5,
                                        random: SeededRandom(seed: 1))
         let late = turn(&schedule, at: start + 3 * second)
         #expect(late.dropped == 3)
@@ -109,13 +109,13 @@ struct PublishScheduleTests {
         #expect(turn(&schedule, at: start + 10 * second).sends.map(\.intendedTime) == [start + 4 * second])
         #expect(schedule.isFinished)
         #expect(schedule.sentCount + schedule.droppedCount == 5)
-        let none = PublishSchedule(plan: .interval(period: second), start: start, slotLimit: 0, random: SeededRandom(seed: 1))
+        let none = try PublishSchedule(plan: .interval(period: second), start: start, slotLimit: 0, random: SeededRandom(seed: 1))
         #expect(none.isFinished)
     }
 
     @Test("jitter delays each grid point by a uniform draw from the stream's generator")
-    func jitter() {
-        var schedule = PublishSchedule(plan: .interval(period: second, jitter: 200 * ms), start: start,
+    func jitter() throws {
+        var schedule = try PublishSchedule(plan: .interval(period: second, jitter: 200 * ms), start: start,
                                        maxPerTurn: 100, random: SeededRandom(seed: 42, stream: 3))
         let sends = turn(&schedule, at: start + 10 * second).sends
         var random = SeededRandom(seed: 42, stream: 3)
@@ -126,8 +126,8 @@ struct PublishScheduleTests {
     }
 
     @Test("Poisson gaps are exponential draws from the stream's generator, summed from the start")
-    func poisson() {
-        var schedule = PublishSchedule(plan: .poisson(perSecond: 100), start: start, maxPerTurn: 100_000,
+    func poisson() throws {
+        var schedule = try PublishSchedule(plan: .poisson(perSecond: 100), start: start, maxPerTurn: 100_000,
                                        random: SeededRandom(seed: 8))
         let sends = turn(&schedule, at: start + 100 * second).sends
         var random = SeededRandom(seed: 8)
@@ -143,8 +143,8 @@ struct PublishScheduleTests {
     }
 
     @Test("drop under Poisson: sent plus dropped equals the slots due, one sent per turn at most")
-    func poissonDrop() {
-        var schedule = PublishSchedule(plan: .poisson(perSecond: 1_000), start: start, behind: .drop,
+    func poissonDrop() throws {
+        var schedule = try PublishSchedule(plan: .poisson(perSecond: 1_000), start: start, behind: .drop,
                                        random: SeededRandom(seed: 8))
         var reference = SeededRandom(seed: 8)
         var time = start
@@ -170,6 +170,9 @@ struct PublishScheduleTests {
     ])
     func validation(plan: PublishPlan, message: String) {
         #expect(plan.validationError == message)
+        #expect(throws: PublishPlanError(message: message)) {
+            try PublishSchedule(plan: plan, start: 0, random: SeededRandom(seed: 1))
+        }
         #expect(PublishPlan.onConnect.validationError == nil)
     }
 }

@@ -15,14 +15,14 @@ struct TimingWheelTests {
     func firesAtDeadline() {
         var wheel = TimingWheel(clientCapacity: 4, kindsPerClient: 3, tickNanoseconds: ms, origin: 1_000 * ms)
         wheel.schedule(client: 2, kind: 1, deadline: 1_005 * ms)
-        let result17 = wheel.advance(to: 1_004 * ms + 999_999)
-        #expect(result17 == 0)
-        let result19 = wheel.popExpired()
-        #expect(result19 == nil)
-        let result21 = wheel.advance(to: 1_005 * ms)
-        #expect(result21 == 1)
-        let result23 = wheel.popExpired()
-        #expect(result23 == TimingWheel.Expired(client: 2, kind: 1, deadline: 1_005 * ms))
+        let readyJustBefore = wheel.advance(to: 1_004 * ms + 999_999)
+        #expect(readyJustBefore == 0)
+        let poppedTooEarly = wheel.popExpired()
+        #expect(poppedTooEarly == nil)
+        let readyAtDeadline = wheel.advance(to: 1_005 * ms)
+        #expect(readyAtDeadline == 1)
+        let popped = wheel.popExpired()
+        #expect(popped == TimingWheel.Expired(client: 2, kind: 1, deadline: 1_005 * ms))
         #expect(wheel.count == 0)
     }
 
@@ -31,11 +31,11 @@ struct TimingWheelTests {
         var wheel = TimingWheel(clientCapacity: 1, kindsPerClient: 1, tickNanoseconds: ms, origin: 0)
         wheel.schedule(client: 0, kind: 0, deadline: 7 * ms + 1)
         wheel.advance(to: 7 * ms + 500_000)
-        let result33 = wheel.popExpired()
-        #expect(result33 == nil)
+        let poppedMidTick = wheel.popExpired()
+        #expect(poppedMidTick == nil)
         wheel.advance(to: 8 * ms)
-        let result36 = wheel.popExpired()
-        #expect(result36?.deadline == 7 * ms + 1)
+        let poppedAtTickEnd = wheel.popExpired()
+        #expect(poppedAtTickEnd?.deadline == 7 * ms + 1)
     }
 
     @Test("entries due in one advance come out in deadline order, ties by client then kind")
@@ -47,8 +47,8 @@ struct TimingWheelTests {
         wheel.schedule(client: 3, kind: 1, deadline: 10 * ms + 200)
         wheel.schedule(client: 3, kind: 0, deadline: 10 * ms + 200)
         wheel.schedule(client: 0, kind: 0, deadline: 2 * ms)
-        let result49 = wheel.advance(to: 100 * ms)
-        #expect(result49 == 6)
+        let readyCount = wheel.advance(to: 100 * ms)
+        #expect(readyCount == 6)
         let order = drain(&wheel).map { [$0.client, $0.kind] }
         #expect(order == [[0, 0], [3, 0], [3, 1], [9, 0], [1, 1], [5, 0]])
     }
@@ -72,14 +72,14 @@ struct TimingWheelTests {
         wheel.schedule(client: 0, kind: 0, deadline: 5 * ms)
         wheel.schedule(client: 1, kind: 0, deadline: 5 * ms)
         wheel.schedule(client: 2, kind: 0, deadline: 9_000 * ms)
-        let result74 = wheel.cancel(client: 2, kind: 0)
-        #expect(result74)
-        let result76 = wheel.cancel(client: 2, kind: 0)
-        #expect(!result76)
-        let result78 = wheel.advance(to: 10 * ms)
-        #expect(result78 == 2)
-        let result80 = wheel.cancel(client: 1, kind: 0)  // already in the ready list
-        #expect(result80)
+        let wasScheduled = wheel.cancel(client: 2, kind: 0)
+        #expect(wasScheduled)
+        let cancelledTwice = wheel.cancel(client: 2, kind: 0)
+        #expect(!cancelledTwice)
+        let readyCount = wheel.advance(to: 10 * ms)
+        #expect(readyCount == 2)
+        let cancelledReady = wheel.cancel(client: 1, kind: 0)  // already in the ready list
+        #expect(cancelledReady)
         #expect(wheel.readyCount == 1)
         #expect(drain(&wheel).map(\.client) == [0])
         wheel.advance(to: 10_000 * ms)
@@ -95,15 +95,15 @@ struct TimingWheelTests {
         let first = wheel.popExpired()
         #expect(first?.client == 0)
         wheel.schedule(client: 0, kind: 0, deadline: 1 * ms)  // behind: not handed out in this turn
-        let result97 = wheel.popExpired()
-        #expect(result97 == nil)
+        let poppedSameTurn = wheel.popExpired()
+        #expect(poppedSameTurn == nil)
         #expect(wheel.nextExpiration() == 21 * ms)
         wheel.advance(to: 20 * ms + 999_999)
-        let result101 = wheel.popExpired()
-        #expect(result101 == nil)
+        let poppedBeforeNextTick = wheel.popExpired()
+        #expect(poppedBeforeNextTick == nil)
         wheel.advance(to: 21 * ms)
-        let result104 = wheel.popExpired()
-        #expect(result104 == TimingWheel.Expired(client: 0, kind: 0, deadline: 1 * ms))
+        let poppedNextTick = wheel.popExpired()
+        #expect(poppedNextTick == TimingWheel.Expired(client: 0, kind: 0, deadline: 1 * ms))
     }
 
     @Test("nextExpiration gives the exact tick of the earliest entry on any level, nil when empty")
@@ -146,13 +146,44 @@ struct TimingWheelTests {
         for client in 0..<500 {
             wheel.schedule(client: client, kind: 0, deadline: 9 * ms + random.next(below: ms))
         }
-        let result148 = wheel.advance(to: 9 * ms)
-        #expect(result148 == 0)
-        let result150 = wheel.advance(to: 10 * ms)
-        #expect(result150 == 500)
+        let readyBeforeTick = wheel.advance(to: 9 * ms)
+        #expect(readyBeforeTick == 0)
+        let readyAtTick = wheel.advance(to: 10 * ms)
+        #expect(readyAtTick == 500)
         let out = drain(&wheel)
         #expect(out.count == 500)
         #expect(zip(out, out.dropFirst()).allSatisfy { $0.deadline < $1.deadline || ($0.deadline == $1.deadline && $0.client < $1.client) })
+    }
+
+    @Test("nextExpiration does not sleep past a near entry hidden behind a parked far one")
+    func nextExpirationWithParked() {
+        var wheel = TimingWheel(clientCapacity: 2, kindsPerClient: 1, tickNanoseconds: 1, origin: 0)
+        wheel.schedule(client: 0, kind: 0, deadline: 1 << 40)  // parked at tick 2^35
+        let near: UInt64 = (1 << 35) + (1 << 30)
+        wheel.schedule(client: 1, kind: 0, deadline: near)
+        var wake = wheel.nextExpiration() ?? 0
+        #expect(wake <= near)
+        var fired: [TimingWheel.Expired] = []
+        while fired.isEmpty, wake < UInt64.max {  // a lane that only wakes when told to
+            wheel.advance(to: wake)
+            fired = drain(&wheel)
+            wake = wheel.nextExpiration() ?? .max
+        }
+        #expect(fired == [TimingWheel.Expired(client: 1, kind: 0, deadline: near)])
+        #expect(wheel.nextExpiration() ?? 0 <= 1 << 40)
+    }
+
+    @Test("cancelAll removes every timer of one client only")
+    func cancelAll() {
+        var wheel = TimingWheel(clientCapacity: 2, kindsPerClient: 3, tickNanoseconds: ms, origin: 0)
+        for kind in 0..<3 {
+            wheel.schedule(client: 0, kind: kind, deadline: UInt64(kind + 1) * ms)
+            wheel.schedule(client: 1, kind: kind, deadline: UInt64(kind + 1) * ms)
+        }
+        wheel.cancelAll(client: 0)
+        #expect(wheel.count == 3)
+        wheel.advance(to: 10 * ms)
+        #expect(drain(&wheel).map { [$0.client, $0.kind] } == [[1, 0], [1, 1], [1, 2]])
     }
 
     /// Compares the wheel with a brute-force model over random schedule/cancel/advance sequences, with deadlines
@@ -181,8 +212,8 @@ struct TimingWheelTests {
                 wheel.schedule(client: client, kind: kind, deadline: clamped)
                 modelSchedule(node, clamped)
             } else if op < 7 {
-                let result183 = wheel.cancel(client: client, kind: kind)
-                #expect(result183 == (model.removeValue(forKey: node) != nil))
+                let wheelCancelled = wheel.cancel(client: client, kind: kind)
+                #expect(wheelCancelled == (model.removeValue(forKey: node) != nil))
             } else {
                 let span = ranges[Int(random.next(below: UInt64(ranges.count)))]
                 now += random.next(below: span)
@@ -205,6 +236,11 @@ struct TimingWheelTests {
                 }
                 #expect(got == expected.map(\.node))
                 if got != expected.map(\.node) { return }
+                // Sleeping until nextExpiration must never skip an entry.
+                let earliest = model.values.map(\.when).min()
+                let wake = wheel.nextExpiration()
+                #expect((wake == nil) == (earliest == nil))
+                if let wake, let earliest { #expect(wake <= earliest && wake > modelElapsed) }
             }
             #expect(wheel.count == model.count)
         }
