@@ -1,0 +1,258 @@
+import FleetMetrics
+import FleetTransport
+import Glibc
+import MQTTCodec
+import MQTTSession
+
+/// Connecting, reading, flushing and closing: the lane's socket work.
+extension Lane {
+    // MARK: Connect
+
+    func startConnect(_ client: Int) {
+        guard !stopping, clients[client].phase == .idle else { return }
+        let fleet = clients[client].fleet
+        guard pacers[fleet].mayStart(now: now) else {
+            // Paced: try again when the pacer allows (or within a tick if only the in-flight cap is full).
+            let next = pacers[fleet].nextAllowedTime(now: now) ?? (now &+ wheel.tickNanoseconds)
+            wheel.schedule(client: client, kind: TimerKind.connect, deadline: max(next, now &+ 1))
+            return
+        }
+        pacers[fleet].started(now: now)
+        metrics.counters.connectsAttempted += 1
+        if clients[client].hasConnectedBefore { metrics.counters.reconnects += 1 }
+        clients[client].connectStartedAt = now
+        let broker = clients[client].broker
+        do {
+            let socket = try TCPSocket.makeNonBlocking(family: broker.family)
+            clients[client].socket = socket
+            if let source = clients[client].source { try socket.bind(to: source) }
+            try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
+            clients[client].wantsWritable = true
+            clients[client].phase = .connecting
+            wheel.schedule(client: client, kind: TimerKind.connectTimeout,
+                           deadline: now &+ fleets[fleet].configuration.session.timeouts.connAck)
+            if try socket.connect(to: broker) == .connected { tcpConnected(client) }
+        } catch {
+            connectFailed(client, reason: Self.connectFailure(error))
+        }
+    }
+
+    /// Writability after a connect in progress: check SO_ERROR, then write CONNECT.
+    func tcpConnected(_ client: Int) {
+        guard let socket = clients[client].socket else { return }
+        do {
+            try socket.finishConnect()
+        } catch {
+            connectFailed(client, reason: Self.connectFailure(error))
+            return
+        }
+        metrics.latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
+        clients[client].phase = .awaitingConnAck
+        clients[client].connectSentAt = now
+        clients[client].session.connect(now: now, into: &scratch)
+        stage(client)
+        scheduleSessionDeadline(client)
+    }
+
+    func connectTimedOut(_ client: Int) {
+        switch clients[client].phase {
+        case .connecting:
+            connectFailed(client, reason: .timeout)
+        case .awaitingConnAck:
+            // The session reports the CONNACK deadline itself (counted by kind); this only backs it up.
+            metrics.counters.ackTimeouts[.connack] += 1
+            connectFailed(client, reason: .connackTimeout)
+        default:
+            break
+        }
+    }
+
+    static func connectFailure(_ error: any Error) -> ConnectFailureReason {
+        if let error = error as? SystemError {
+            return error.errno == ECONNREFUSED ? .refused : .socketError(errno: error.errno)
+        }
+        return .socketError(errno: 0)
+    }
+
+    /// A connect that did not reach CONNACK: count it, close, and follow the reconnect policy.
+    func connectFailed(_ client: Int, reason: ConnectFailureReason) {
+        metrics.counters.recordConnectFailure(reason)
+        pacers[clients[client].fleet].finished()
+        closeSocket(client, abortive: false)
+        var discard = DiscardingSessionSink()
+        clients[client].session.connectionLost(now: now, events: &discard)
+        scheduleReconnect(client)
+    }
+
+    /// A connection that was established and is now gone.
+    func connectionLost(_ client: Int, reason: DisconnectReason) {
+        if clients[client].phase == .connecting || clients[client].phase == .awaitingConnAck {
+            let failure: ConnectFailureReason
+            switch reason {
+            case .protocolError: failure = .protocolError
+            case .socketError(let code): failure = code == ECONNREFUSED ? .refused : .socketError(errno: code)
+            default: failure = .closedBeforeConnack
+            }
+            connectFailed(client, reason: failure)
+            return
+        }
+        guard clients[client].phase == .connected else { return }
+        metrics.counters.recordDisconnect(reason)
+        connected -= 1
+        closeSocket(client, abortive: false)
+        var sink = LaneSessionSink(lane: self, client: client)
+        clients[client].session.connectionLost(now: now, events: &sink)
+        sink.finish()
+        scheduleReconnect(client)
+    }
+
+    func scheduleReconnect(_ client: Int) {
+        wheel.cancel(client: client, kind: TimerKind.session)
+        wheel.cancel(client: client, kind: TimerKind.publish)
+        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
+        clients[client].phase = .idle
+        guard !stopping else {
+            clients[client].phase = .finished
+            return
+        }
+        clients[client].attempt += 1
+        let policy = fleets[clients[client].fleet].configuration.reconnect
+        switch policy.decision(forAttempt: clients[client].attempt, random: &clients[client].random) {
+        case .retry(let delay):
+            wheel.schedule(client: client, kind: TimerKind.connect, deadline: now &+ delay)
+        case .giveUp:
+            clients[client].phase = .finished
+            clients[client].isReady = true
+        }
+    }
+
+    func closeSocket(_ client: Int, abortive: Bool) {
+        guard let socket = clients[client].socket else { return }
+        try? epoll.remove(socket.fileDescriptor)
+        if abortive { try? socket.closeAbortively() } else { try? socket.close() }
+        clients[client].socket = nil
+        clients[client].wantsWritable = false
+        clients[client].inbound = []
+        clients[client].outbound.removeAll()
+        clients[client].outbound.releaseStorage()
+    }
+
+    // MARK: Events
+
+    func handleSocketEvent(client: Int, flags: EpollEvents) {
+        guard client < clients.count, clients[client].socket != nil else { return }
+        if clients[client].phase == .connecting {
+            if !flags.isDisjoint(with: [.writable, .error, .hangup]) { tcpConnected(client) }
+            return
+        }
+        if flags.contains(.writable) { flush(client) }
+        if !flags.isDisjoint(with: [.readable, .error, .hangup]) { readAvailable(client) }
+    }
+
+    /// Reads what the socket has (bounded per turn so one busy connection cannot starve the lane).
+    func readAvailable(_ client: Int) {
+        for _ in 0..<4 {
+            guard let socket = clients[client].socket else { return }
+            let result: TCPSocket.ReadResult
+            do {
+                result = try socket.read(into: readBuffer)
+            } catch {
+                connectionLost(client, reason: .socketError(errno: error.errno))
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                return
+            case .endOfStream:
+                connectionLost(client, reason: .closedByPeer)
+                return
+            case .bytes(let count):
+                metrics.counters.bytesIn += UInt64(count)
+                if !receive(client, count: count) { return }
+                if count < readBuffer.count { return }
+            }
+        }
+    }
+
+    /// Hands `count` freshly read bytes to the session. Whole packets are decoded straight from the lane's read
+    /// buffer; only the bytes of an unfinished packet are copied into the client. False when the client closed.
+    func receive(_ client: Int, count: Int) -> Bool {
+        var sink = LaneSessionSink(lane: self, client: client)
+        if clients[client].inbound.isEmpty {
+            let bytes = UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
+            let consumed = deliver(bytes, to: client, sink: &sink)
+            if consumed < count { clients[client].inbound.append(contentsOf: bytes[consumed...]) }
+        } else {
+            var pending = clients[client].inbound
+            clients[client].inbound = []
+            pending.append(contentsOf: UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count))
+            let consumed = pending.withUnsafeBytes { deliver($0, to: client, sink: &sink) }
+            if consumed < pending.count {
+                pending.removeSubrange(0..<consumed)
+                clients[client].inbound = pending
+            }
+        }
+        stage(client)
+        return sink.finish()
+    }
+
+    /// Decodes and hands over every whole packet in `bytes`; returns how many bytes were consumed.
+    private func deliver(_ bytes: UnsafeRawBufferPointer, to client: Int, sink: inout LaneSessionSink) -> Int {
+        let settings = clients[client].session.settings
+        var offset = 0
+        while offset < bytes.count {
+            let view: MQTTPacketView?
+            do {
+                view = try MQTTDecoder.view(in: bytes, from: offset, to: bytes.count, version: settings.version,
+                                            maximumPacketSize: settings.decoderMaximumPacketSize)
+            } catch {
+                clients[client].session.receiveFailed(error, now: now, output: &scratch, events: &sink)
+                return bytes.count
+            }
+            guard let view else { return offset }
+            clients[client].session.receive(view, in: bytes, now: now, output: &scratch, events: &sink)
+            offset = view.packetRange.upperBound
+            let state = clients[client].session.state
+            if state == .closing || state == .disconnected { return bytes.count }
+        }
+        return offset
+    }
+
+    // MARK: Writing
+
+    /// Moves the session's output from the lane scratch into the client's outbound buffer and marks the
+    /// client for the end-of-turn flush.
+    func stage(_ client: Int) {
+        guard scratch.readableCount > 0 else { return }
+        defer { scratch.clear() }
+        guard clients[client].socket != nil else { return }
+        let appended = scratch.withUnsafeReadableBytes { clients[client].outbound.append($0) }
+        if !appended {
+            // Backpressure beyond the buffer's cap: the broker stopped reading. Treat as a broken connection.
+            connectionLost(client, reason: .socketError(errno: ENOBUFS))
+            return
+        }
+        metrics.counters.bytesOut += UInt64(scratch.readableCount)
+        if !clients[client].isDirty {
+            clients[client].isDirty = true
+            dirty.append(Int32(client))
+        }
+    }
+
+    func flush(_ client: Int) {
+        clients[client].isDirty = false
+        guard let socket = clients[client].socket else { return }
+        do {
+            let result = try clients[client].outbound.flush(to: socket)
+            let wantsWritable = result == .pending
+            if wantsWritable != clients[client].wantsWritable {
+                clients[client].wantsWritable = wantsWritable
+                try epoll.modify(socket.fileDescriptor, events: wantsWritable ? [.readable, .writable] : .readable,
+                                 token: UInt64(client))
+            }
+            if !wantsWritable && clients[client].streams.isEmpty { clients[client].outbound.releaseStorage() }
+        } catch {
+            connectionLost(client, reason: .socketError(errno: error.errno))
+        }
+    }
+}

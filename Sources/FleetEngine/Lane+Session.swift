@@ -1,0 +1,168 @@
+import FleetMetrics
+import MQTTCodec
+import MQTTSession
+
+/// The lane's side of each client's MQTT session: CONNACK, subscriptions, deadlines, publishing.
+extension Lane {
+    func sessionConnected(_ client: Int, sessionPresent: Bool) {
+        guard clients[client].phase == .awaitingConnAck else { return }
+        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
+        pacers[clients[client].fleet].finished()
+        metrics.counters.connectsSucceeded += 1
+        metrics.latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
+        clients[client].phase = .connected
+        clients[client].attempt = 0
+        connected += 1
+        if connected > metrics.peakConnected { metrics.peakConnected = connected }
+        let firstTime = !clients[client].hasConnectedBefore
+        clients[client].hasConnectedBefore = true
+        // The session re-subscribes by itself when the broker lost the session; the first time, we subscribe.
+        if firstTime && !clients[client].subscriptions.isEmpty {
+            clients[client].subscribeSentAt = now
+            _ = clients[client].session.subscribe(clients[client].subscriptions, now: now, into: &scratch)
+        } else if firstTime {
+            clients[client].isReady = true
+        }
+        stage(client)
+        if publishing { startPublishing(client) }
+    }
+
+    func subscriptionConfirmed(_ client: Int) {
+        if !clients[client].isReady {
+            metrics.latency.record(.subscribe, startedAt: clients[client].subscribeSentAt, completedAt: now)
+            clients[client].isReady = true
+        }
+    }
+
+    /// One timer per client at the session's earliest deadline (ack timeouts, keepalive ping).
+    func scheduleSessionDeadline(_ client: Int) {
+        if let deadline = clients[client].session.nextDeadline() {
+            if wheel.deadline(client: client, kind: TimerKind.session) != deadline {
+                wheel.schedule(client: client, kind: TimerKind.session, deadline: deadline)
+            }
+        } else {
+            wheel.cancel(client: client, kind: TimerKind.session)
+        }
+    }
+
+    func sessionDeadline(_ client: Int) {
+        guard clients[client].socket != nil else { return }
+        var sink = LaneSessionSink(lane: self, client: client)
+        clients[client].session.checkDeadlines(now: now, output: &scratch, events: &sink)
+        stage(client)
+        _ = sink.finish()
+    }
+
+    // MARK: Publishing
+
+    /// Starts every stream's schedule of a connected client (once; later connects resume the same schedule).
+    func startPublishing(_ client: Int) {
+        guard clients[client].phase == .connected else { return }
+        let fleet = fleets[clients[client].fleet].configuration
+        for stream in clients[client].streams.indices where clients[client].streams[stream].schedule == nil {
+            let configuration = fleet.streams[stream]
+            // Plans were validated when the engine was built, so this cannot fail here. Each client starts at
+            // a random phase within its first period so a fleet does not publish in lockstep bursts.
+            var random = SeededRandom(seed: self.configuration.seed, stream: UInt64(clients[client].streams[stream].streamID))
+            let start = now &+ Self.phaseOffset(configuration.plan, random: &random)
+            clients[client].streams[stream].schedule = try? PublishSchedule(
+                plan: configuration.plan, start: start, behind: configuration.behind,
+                slotLimit: configuration.messageLimit, random: random)
+        }
+        publishDue(client)
+    }
+
+    static func phaseOffset(_ plan: PublishPlan, random: inout SeededRandom) -> UInt64 {
+        switch plan {
+        case .interval(let period, _): return random.next(below: period)
+        case .rate(let perSecond): return random.next(below: max(1, UInt64(1e9 / perSecond)))
+        case .bursts(_, let every): return random.next(below: every)
+        case .poisson, .onConnect: return 0
+        }
+    }
+
+    /// Sends what every stream of the client has due, then sleeps until the earliest next slot.
+    func publishDue(_ client: Int) {
+        guard publishing, clients[client].phase == .connected else { return }
+        var earliest = UInt64.max
+        for stream in clients[client].streams.indices {
+            if let pending = clients[client].streams[stream].pending {
+                guard send(client, stream: stream, pending) else { continue }
+                clients[client].streams[stream].pending = nil
+            }
+            guard var schedule = clients[client].streams[stream].schedule else { continue }
+            clients[client].streams[stream].schedule = nil
+            var turn = schedule.beginTurn(now: now)
+            while let due = schedule.next(in: &turn) {
+                if !send(client, stream: stream, due) {
+                    clients[client].streams[stream].pending = due
+                    break
+                }
+            }
+            metrics.droppedSlots &+= turn.dropped
+            if clients[client].streams[stream].pending == nil, let next = schedule.nextIntendedTime {
+                earliest = min(earliest, next)
+            }
+            clients[client].streams[stream].schedule = schedule
+        }
+        stage(client)
+        if earliest != .max {
+            wheel.schedule(client: client, kind: TimerKind.publish, deadline: earliest)
+        } else {
+            wheel.cancel(client: client, kind: TimerKind.publish)
+        }
+        scheduleSessionDeadline(client)
+    }
+
+    /// Writes one message. False when the in-flight window is full (the caller keeps it pending).
+    private func send(_ client: Int, stream: Int, _ due: ScheduledSend) -> Bool {
+        let state = clients[client].streams[stream]
+        let header = EndToEndHeader(streamID: state.streamID, sequence: due.sequence, intendedTime: due.intendedTime)
+        let now = self.now
+        let result = clients[client].session.publish(
+            topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: state.payloadSize,
+            intendedAt: due.intendedTime, tag: UInt64(state.streamID) << 32 | (due.sequence & 0xFFFF_FFFF),
+            now: now, into: &scratch
+        ) { payload in
+            EndToEndPayload.write(header: header, sentAt: now, into: payload)
+        }
+        switch result {
+        case .sent:
+            metrics.counters.published[QoSLevel(state.qos)] += 1
+            metrics.publishedPerStream[Int(state.streamID)] += 1
+            metrics.latency.record(.scheduleLag, from: .intended, microseconds: due.lag / 1000)
+            return true
+        case .windowFull:
+            return false
+        case .notConnected, .packetTooLarge, .qosNotSupported:
+            metrics.droppedSlots += 1
+            return true
+        }
+    }
+}
+
+/// Payload layout of fleetbench messages: the 24-byte end-to-end header, then (when the payload has room) the
+/// actual send time, so subscribers record latency from both the intended and the actual send; zeros after.
+enum EndToEndPayload {
+    static let sentTimeOffset = EndToEndHeader.binarySize
+    static let minimumSizeWithSentTime = sentTimeOffset + 8
+
+    @inline(__always)
+    static func write(header: EndToEndHeader, sentAt: UInt64, into payload: UnsafeMutableRawBufferPointer) {
+        let written = header.writeBinary(to: payload)
+        var offset = written
+        if payload.count >= minimumSizeWithSentTime {
+            payload.storeBytes(of: sentAt.littleEndian, toByteOffset: sentTimeOffset, as: UInt64.self)
+            offset = minimumSizeWithSentTime
+        }
+        if offset < payload.count {
+            (payload.baseAddress! + offset).initializeMemory(as: UInt8.self, repeating: 0, count: payload.count - offset)
+        }
+    }
+
+    @inline(__always)
+    static func sentTime(in payload: UnsafeRawBufferPointer) -> UInt64? {
+        guard payload.count >= minimumSizeWithSentTime else { return nil }
+        return UInt64(littleEndian: payload.loadUnaligned(fromByteOffset: sentTimeOffset, as: UInt64.self))
+    }
+}

@@ -1,0 +1,73 @@
+import FleetTransport
+import MQTTCodec
+import MQTTSession
+
+/// Immutable per-fleet data shared by the fleet's clients on a lane.
+final class FleetRuntime: @unchecked Sendable {
+    let index: Int
+    let configuration: EngineFleet
+    /// Global id of stream 0 of client 0 of this fleet; client k's stream s is `firstStream + k * streams + s`.
+    let firstStream: Int
+    var streamCount: Int { configuration.count * configuration.streams.count }
+
+    init(index: Int, configuration: EngineFleet, firstStream: Int) {
+        self.index = index
+        self.configuration = configuration
+        self.firstStream = firstStream
+    }
+}
+
+/// Where a client is in its connection's life.
+enum ClientPhase: UInt8 {
+    /// Not connected; a connect timer may be pending (first connect or reconnect delay).
+    case idle
+    /// TCP connect in progress.
+    case connecting
+    /// CONNECT written, CONNACK awaited.
+    case awaitingConnAck
+    case connected
+    /// Gave up (reconnect policy exhausted) or the run is over.
+    case finished
+}
+
+/// One publishing stream of one client.
+struct StreamState {
+    let topic: MQTTTopicName
+    let streamID: UInt32
+    let qos: MQTTQoS
+    let retain: Bool
+    let payloadSize: Int
+    var schedule: PublishSchedule?
+    /// A message the in-flight window refused; sent first when the window opens.
+    var pending: ScheduledSend?
+}
+
+/// One simulated MQTT client, owned by its lane.
+struct SimulatedClient {
+    let fleet: Int
+    let indexInFleet: Int
+    /// Index across every fleet of the run (used to key delivery accounting per subscriber).
+    let globalIndex: Int
+    let broker: SocketAddress
+    let source: SocketAddress?
+    var session: MQTTClientSession
+    var phase: ClientPhase = .idle
+    var socket: TCPSocket?
+    var wantsWritable = false
+    var isDirty = false
+    let outbound = OutboundBuffer(initialCapacity: 2048)
+    /// Bytes of a packet not yet whole. Empty (no storage) for most clients most of the time.
+    var inbound: [UInt8] = []
+    /// Failed connects or lost connections in a row (reset by a CONNACK).
+    var attempt = 0
+    var hasConnectedBefore = false
+    var connectStartedAt: UInt64 = 0
+    var connectSentAt: UInt64 = 0
+    var subscribeSentAt: UInt64 = 0
+    var subscribePacketID: UInt16 = 0
+    let subscriptions: [MQTTSubscription]
+    var streams: [StreamState]
+    var random: SeededRandom
+    /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.
+    var isReady = false
+}

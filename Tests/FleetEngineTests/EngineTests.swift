@@ -1,0 +1,55 @@
+import FleetBroker
+import FleetMetrics
+import FleetTransport
+import MQTTCodec
+import MQTTSession
+import Testing
+@testable import FleetEngine
+
+/// The engine against a real mosquitto: exact counts for every QoS and version.
+@Suite("Engine against mosquitto", .serialized)
+struct EngineTests {
+    static func fleets(version: MQTTProtocolVersion, qos: MQTTQoS, publishers: Int, messages: UInt64,
+                       subscribers: Int, window: UInt16 = 32) -> [EngineFleet] {
+        let settings = MQTTSessionSettings(version: version, keepAliveSeconds: 30, inFlightWindow: window)
+        let subscriberFleet = EngineFleet(
+            name: "subscribers", count: subscribers, clientID: { "sub-\($0)" }, session: settings,
+            subscriptions: { _, _ in [MQTTSubscription(filter: "bench/+/data", qos: .exactlyOnce)] })
+        let stream = EngineStream(
+            topic: { index, _ in "bench/\(index)/data" }, qos: qos,
+            plan: .rate(perSecond: 1000), payloadSize: 64, messageLimit: messages)
+        let publisherFleet = EngineFleet(
+            name: "publishers", count: publishers, clientID: { "pub-\($0)" }, session: settings, streams: [stream])
+        return [subscriberFleet, publisherFleet]
+    }
+
+    @Test("QoS round trips deliver every message exactly once", arguments: [
+        (MQTTProtocolVersion.v3_1_1, MQTTQoS.atMostOnce), (.v3_1_1, .atLeastOnce), (.v3_1_1, .exactlyOnce),
+        (.v5, .atMostOnce), (.v5, .atLeastOnce), (.v5, .exactlyOnce),
+    ])
+    func roundTrip(version: MQTTProtocolVersion, qos: MQTTQoS) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let configuration = EngineConfiguration(
+            fleets: Self.fleets(version: version, qos: qos, publishers: 3, messages: 200, subscribers: 2),
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+            drainTimeout: 3_000_000_000)
+        let engine = try Engine(configuration: configuration)
+        let result = engine.run(duration: 1_000_000_000)
+        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        #expect(result.counters.connectsAttempted == 5)
+        #expect(result.counters.connectsSucceeded == 5)
+        #expect(result.counters.published[level] == 600)
+        #expect(result.counters.received[level] == 1200)
+        if qos != .atMostOnce { #expect(result.counters.acked[level] == 600) }
+        let delivery = result.delivery[Int(qos.rawValue)]
+        #expect(delivery.expected == 1200)
+        #expect(delivery.unique == 1200)
+        #expect(delivery.lost == 0)
+        #expect(delivery.duplicated == 0)
+        #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 1200)
+        #expect(result.latency.histogram(.connect, from: .sent).totalCount == 5)
+        #expect(result.latency.histogram(.subscribe, from: .sent).totalCount == 2)
+        #expect(result.counters.ackTimeouts.total == 0)
+    }
+}
