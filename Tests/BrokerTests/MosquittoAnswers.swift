@@ -14,8 +14,9 @@ enum MosquittoAnswers {
 
     /// CONNACK to an ordinary CONNECT. In 5.0 mosquitto adds Topic Alias Maximum 10 (its `max_topic_alias`
     /// default, 5.0 §3.2.2.3.8); it leaves Receive Maximum out because our configuration sets
-    /// `max_inflight_messages 0` (unlimited, which an absent property means: 5.0 §3.2.2.3.3), and leaves out
-    /// every "available" flag, whose absence means available (5.0 §3.2.2.3.5-3.2.2.3.13).
+    /// `max_inflight_messages 0` (unlimited; an absent Receive Maximum means 65,535: 5.0 §3.2.2.3.3), and leaves
+    /// out Maximum QoS (absent: QoS 2, §3.2.2.3.4) and the "available" flags (absent: available, §3.2.2.3.5 and
+    /// §3.2.2.3.11-13).
     static func connAckAccepted(_ version: MQTTProtocolVersion) -> MQTTPacket {
         .connAck(MQTTConnAck(
             sessionPresent: false, reasonCode: .success,

@@ -91,7 +91,8 @@ struct MosquittoConnectTests {
         defer { broker.stop() }
         let connection = try BrokerConnection.connected(to: broker, version: version, clientID: "car-1")
         try connection.send(.connect(MQTTConnect(version: version, clientID: "car-1")))
-        // 5.0 §3.1.0 calls a second CONNECT a Protocol Error; mosquitto 2.0.11 sends no DISCONNECT 0x82, it closes.
+        // 5.0 §3.1 [MQTT-3.1.0-2]: a Protocol Error, and the server closes; it MAY send DISCONNECT 0x82 first
+        // (§4.13.1). mosquitto 2.0.11 does not: it closes at once, in both versions.
         #expect(throws: BrokerConnectionError.closedByBroker) { try connection.receive() }
     }
 
@@ -109,8 +110,9 @@ struct MosquittoConnectTests {
     func unsupportedProtocolLevel(name: String, level: UInt8) throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        // mosquitto answers an unknown level in the 3.1.1 form (2-byte body, no properties; 5.0 §3.1.2.2 allows
-        // that), and a name/level mismatch the same way, so the answer is decoded as 3.1.1.
+        // 3.1.1 §3.1.2.2 requires return code 0x01 and a close; 5.0 §3.1.2.2 lets a 5.0 server answer a non-5
+        // level with CONNACK 0x84 or just close. mosquitto 2.0.11 answers every unknown level, and a name/level
+        // mismatch (MQIsdp with level 4), in the 3.1.1 form (2-byte body, return code 1), so it is decoded as 3.1.1.
         let connection = try BrokerConnection(port: broker.port, version: .v3_1_1)
         try connection.sendBytes(Self.connectBytes(name: name, level: level))
         #expect(try connection.receive()
@@ -162,7 +164,8 @@ struct MosquittoConnectTests {
         defer { broker.stop() }
         let connection = try BrokerConnection.connected(to: broker, version: .v5, clientID: "car-1")
         try connection.send(.auth(auth))
-        // 5.0 §4.12 makes this a Protocol Error; mosquitto 2.0.11 closes without sending DISCONNECT 0x82.
+        // 5.0 §3.15, §4.12: AUTH when CONNECT had no Authentication Method is a Protocol Error. The server MAY send
+        // DISCONNECT 0x82 (§4.13.1); mosquitto 2.0.11 closes without any packet.
         #expect(throws: BrokerConnectionError.closedByBroker) { try connection.receive() }
     }
 }
