@@ -16,7 +16,8 @@ enum BrokerConnectionError: Error, Equatable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .systemCall(let call, let code): return "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
+        case .systemCall(let call, let code):
+            return "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
         case .timedOut(let seconds, let buffered):
             return "no whole packet from the broker within \(seconds) s (\(buffered) bytes buffered)"
         case .closedByBroker: return "the broker closed the connection"

@@ -24,7 +24,7 @@ struct MosquittoDisconnectTests {
         let watcher = try Self.willWatcher(broker, version)
         let car = try BrokerConnection.connected(to: broker, version: version, clientID: "car-1", will: Self.will)
         try car.disconnect()
-        #expect(try watcher.packetsBeforePingResponse() == [])
+        try watcher.expectBeforePingResponse([])
     }
 
     @Test("5.0 DISCONNECT 0x04 Disconnect with Will Message closes the connection and publishes the will")
@@ -34,9 +34,9 @@ struct MosquittoDisconnectTests {
         let watcher = try Self.willWatcher(broker, .v5)
         let car = try BrokerConnection.connected(to: broker, version: .v5, clientID: "car-1", will: Self.will)
         try car.disconnect(reasonCode: .disconnectWithWillMessage)
-        #expect(try watcher.receive() == Self.willDelivered)
+        try watcher.expectReceive(Self.willDelivered)
         try watcher.send(.pubAck(MQTTPubAck(packetID: 1)))
-        #expect(try watcher.packetsBeforePingResponse() == [])
+        try watcher.expectBeforePingResponse([])
     }
 
     @Test("losing the connection without DISCONNECT publishes the will", arguments: MosquittoAnswers.versions)
@@ -46,7 +46,7 @@ struct MosquittoDisconnectTests {
         let watcher = try Self.willWatcher(broker, version)
         let car = try BrokerConnection.connected(to: broker, version: version, clientID: "car-1", will: Self.will)
         car.close()
-        #expect(try watcher.receive() == Self.willDelivered)
+        try watcher.expectReceive(Self.willDelivered)
     }
 
     @Test("5.0 DISCONNECT with a Session Expiry Interval when CONNECT had none is a Protocol Error: DISCONNECT 0x82")
@@ -54,8 +54,9 @@ struct MosquittoDisconnectTests {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
         let car = try BrokerConnection.connected(to: broker, version: .v5, clientID: "car-1")
-        try car.send(.disconnect(MQTTDisconnect(reasonCode: .normalDisconnection, properties: [.sessionExpiryInterval(60)])))
-        #expect(try car.receive() == .disconnect(MQTTDisconnect(reasonCode: .protocolError)))
+        try car.send(.disconnect(MQTTDisconnect(
+            reasonCode: .normalDisconnection, properties: [.sessionExpiryInterval(60)])))
+        try car.expectReceive(.disconnect(MQTTDisconnect(reasonCode: .protocolError)))
         #expect(throws: BrokerConnectionError.closedByBroker) { try car.receive() }
     }
 }
