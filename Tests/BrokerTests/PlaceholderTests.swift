@@ -1,4 +1,0 @@
-import Testing
-import FleetBroker
-
-@Test("placeholder") func placeholder() { #expect(Bool(true)) }
