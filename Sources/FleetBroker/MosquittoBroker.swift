@@ -154,7 +154,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         var status = posix_spawn(&spawned, executablePath, &actions, &attributes, &argv, environ)
         // ETXTBSY: the executable is still open for writing somewhere (just installed, or a child another thread
         // is spawning inherited the writer's descriptor for a moment). It clears by itself; try a few more times.
-        for _ in 0..<20 where status == ETXTBSY {
+        for _ in 0..<100 where status == ETXTBSY {
             usleep(10_000)
             status = posix_spawn(&spawned, executablePath, &actions, &attributes, &argv, environ)
         }

@@ -100,9 +100,9 @@ extension Lane {
         metrics.counters.recordDisconnect(reason)
         connected -= 1
         closeSocket(client, abortive: false)
-        var sink = LaneSessionSink(lane: self, client: client)
-        clients[client].session.connectionLost(now: now, events: &sink)
-        sink.finish()
+        // Only `.requestAbandoned` comes out of this call: nothing the lane records.
+        var discard = DiscardingSessionSink()
+        clients[client].session.connectionLost(now: now, events: &discard)
         scheduleReconnect(client)
     }
 
