@@ -50,6 +50,21 @@ struct MQTTClientSessionDeadlineTests {
         #expect(harness.session.statistics.ackTimeouts(.pingResp) == 1)
     }
 
+    @Test("keep waiting after a PINGRESP timeout: the next PINGREQ goes out a keepalive after the last one")
+    func pingAfterTimeoutKeepWaiting() {
+        var harness = Harness(MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 10, timeouts: distinctTimeouts,
+                                                  onAckTimeout: .keepWaiting))
+        harness.connected(connAck: connAckV3)
+        harness.tick(10 * second)
+        harness.tick(18 * second)
+        #expect(harness.takeEvents().count == 1)
+        #expect(harness.sent() == [0xC0, 0x00])  // only the first PINGREQ so far
+        #expect(harness.session.nextDeadline() == 20 * second)
+        harness.tick(20 * second)
+        #expect(harness.sent() == [0xC0, 0x00])
+        #expect(harness.session.statistics.pingsSent == 2)
+    }
+
     /// Drives a session until exactly one ack of `kind` is awaited; returns the harness, when that packet
     /// was sent, and its packet identifier and tag.
     static func awaiting(_ kind: MQTTAckKind, policy: MQTTAckTimeoutPolicy) -> (Harness, UInt64, UInt16, UInt64) {

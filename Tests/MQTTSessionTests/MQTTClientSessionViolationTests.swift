@@ -70,4 +70,20 @@ struct MQTTClientSessionViolationTests {
         #expect(harness.session.inboundAwaitingRelease.capacity == 0)
         #expect(MemoryLayout<MQTTClientSession>.size <= 384)
     }
+
+    @Test("releaseIdleStorage frees the window's storage once nothing is in flight, and publishing still works")
+    func releaseIdleStorage() {
+        var harness = Harness(MQTTSessionSettings(version: .v3_1_1))
+        harness.connected(connAck: connAckV3)
+        harness.publish("t", [1], qos: .atLeastOnce, at: 1)
+        harness.session.releaseIdleStorage()
+        #expect(harness.session.outbound.slots.capacity > 0)  // still in flight: kept
+        harness.feed([0x40, 0x02, 0x00, 0x01], at: 2)
+        harness.session.releaseIdleStorage()
+        #expect(harness.session.outbound.slots.capacity == 0)
+        #expect(harness.session.outbound.storedBytes.capacity == 0)
+        _ = harness.sent()
+        #expect(harness.publish("t", [2], qos: .atLeastOnce, at: 3) == .sent(packetID: 2))
+        #expect(harness.sent() == [0x32, 0x06, 0x00, 0x01, 0x74, 0x00, 0x02, 0x02])
+    }
 }
