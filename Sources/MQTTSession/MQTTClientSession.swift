@@ -101,6 +101,20 @@ public struct MQTTClientSession: Sendable {
     /// Filters that would be re-subscribed if the broker lost the session.
     public var subscriptions: [MQTTSubscription] { subscriptionGroups.flatMap(\.subscriptions) }
 
+    /// Frees the capacity of tables that are empty now (in-flight window, retransmission copies, inbound
+    /// QoS 2 identifiers), e.g. when a publisher goes idle, so an idle session keeps no heap storage. The
+    /// next QoS 1/2 message allocates again.
+    public mutating func releaseIdleStorage() {
+        if outbound.isEmpty {
+            outbound.slots = []
+            outbound.storedBytes = []
+            outbound.head = 0
+            outbound.storedStart = 0
+        }
+        if pendingRequests.isEmpty { pendingRequests = [] }
+        if inboundAwaitingRelease.isEmpty { inboundAwaitingRelease = [] }
+    }
+
     // MARK: Connecting
 
     /// Writes CONNECT and starts the CONNACK deadline. Call when the transport is up; after an earlier

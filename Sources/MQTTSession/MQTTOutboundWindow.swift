@@ -70,9 +70,10 @@ struct MQTTOutboundWindow {
         count -= 1
         if deadline <= cachedDeadline { deadlineIsCurrent = false }
         if count == 0 {
-            slots.removeAll(keepingCapacity: true)
+            // Emptied in place: the storage stays for the next messages.
+            slots.removeLast(slots.count)
             head = 0
-            storedBytes.removeAll(keepingCapacity: true)
+            storedBytes.removeLast(storedBytes.count)
             storedStart = 0
             cachedDeadline = .max
             deadlineIsCurrent = true
@@ -96,7 +97,7 @@ struct MQTTOutboundWindow {
             }
             next += 1
         }
-        storedBytes.removeAll(keepingCapacity: true)
+        storedBytes.removeLast(storedBytes.count)
         storedStart = 0
     }
 
