@@ -53,6 +53,9 @@ let package = Package(
             name: "CodecBenchmark", dependencies: ["MQTTCodec", "CAllocCounter"],
             path: "Benchmarks/CodecBenchmark"),
         .executableTarget(
+            name: "SessionBenchmark", dependencies: ["MQTTSession", "MQTTCodec", "CAllocCounter"],
+            path: "Benchmarks/SessionBenchmark"),
+        .executableTarget(
             name: "MetricsBenchmark", dependencies: ["FleetMetrics", "FleetReports", "CAllocCounter"],
             path: "Benchmarks/MetricsBenchmark"),
         .executableTarget(
