@@ -249,6 +249,11 @@ extension Lane {
                 clients[client].wantsWritable = wantsWritable
                 try epoll.modify(socket.fileDescriptor, events: wantsWritable ? [.readable, .writable] : .readable,
                                  token: UInt64(client))
+                // Drained after backpressure: resume publishing at the next turn (not now: this may run inside
+                // the end-of-turn flush loop, which must not gain new dirty clients).
+                if !wantsWritable && publishing && !clients[client].streams.isEmpty {
+                    wheel.schedule(client: client, kind: TimerKind.publish, deadline: now)
+                }
             }
             if !wantsWritable && clients[client].streams.isEmpty { clients[client].outbound.releaseStorage() }
         } catch {

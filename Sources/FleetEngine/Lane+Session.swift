@@ -66,7 +66,7 @@ extension Lane {
             var random = SeededRandom(seed: self.configuration.seed, stream: UInt64(clients[client].streams[stream].streamID))
             let start = now &+ Self.phaseOffset(configuration.plan, random: &random)
             clients[client].streams[stream].schedule = try? PublishSchedule(
-                plan: configuration.plan, start: start, behind: configuration.behind,
+                plan: configuration.plan, start: start, behind: configuration.behind, maxPerTurn: 256,
                 slotLimit: configuration.messageLimit, random: random)
         }
         publishDue(client)
@@ -84,6 +84,12 @@ extension Lane {
     /// Sends what every stream of the client has due, then sleeps until the earliest next slot.
     func publishDue(_ client: Int) {
         guard publishing, clients[client].phase == .connected else { return }
+        // Backpressure: while the socket has not taken the last batch, produce nothing more. The backlog stays
+        // in the schedule, where it shows as schedule lag; `flush` wakes this again once the buffer drained.
+        guard !clients[client].wantsWritable else {
+            wheel.cancel(client: client, kind: TimerKind.publish)
+            return
+        }
         var earliest = UInt64.max
         for stream in clients[client].streams.indices {
             if let pending = clients[client].streams[stream].pending {
