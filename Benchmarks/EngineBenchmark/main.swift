@@ -43,9 +43,10 @@ final class RunObserver: @unchecked Sendable {
     var rssAtReady = 0
     var lastCPU = 0.0
     var quietPolls = 0
-    /// Stop once the tool spent less than this CPU (µs) in a 50 ms poll period `quietLimit` times in a row.
+    /// Stop once the tool spent less than this CPU (µs) in a 50 ms poll period `quietLimit` times in a row
+    /// (1 s by default: 150 ms once cut a QoS 0 run with a subscriber short while mosquitto still had a backlog).
     let quietCPU: Double?
-    let quietLimit = 3
+    let quietLimit = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_QUIET_POLLS"] ?? "") ?? 20
     let maxPublish: UInt64
 
     init(quietCPU: Double?, maxPublishSeconds: Double) {
@@ -83,6 +84,12 @@ func json(_ object: [String: Any]) -> String {
 }
 
 func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+func disconnects(_ counters: ClientCounters) -> [String: UInt64] {
+    var result: [String: UInt64] = [:]
+    for (reason, count) in counters.disconnects { result[reason.reportName, default: 0] += count }
+    return result
+}
 
 func failures(_ counters: ClientCounters) -> [String: UInt64] {
     var result: [String: UInt64] = [:]
@@ -152,6 +159,7 @@ struct ThroughputFigures {
     var ackP99: UInt64 = 0
     var lost: UInt64 = 0
     var duplicated: UInt64 = 0
+    var disconnects: [String: UInt64] = [:]
 }
 
 /// `publishers` clients each send `messages` messages of 64 bytes as fast as the engine goes (every intended
@@ -177,7 +185,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
                                             readyTimeout: 10_000_000_000, drainTimeout: 10_000_000_000)
     guard let engine = try? Engine(configuration: configuration) else { return nil }
     let cpuBefore = cpuMicroseconds()
-    // Quiet: under 1 ms of CPU in 50 ms, three polls in a row, means publishing and delivery are over.
+    // Quiet: under 1 ms of CPU in 50 ms, for 1 s, means publishing and delivery are over.
     let observer = RunObserver(quietCPU: 1_000, maxPublishSeconds: 60)
     let result = engine.run(duration: 60_000_000_000, shouldStop: { observer.poll() })
     var figures = ThroughputFigures()
@@ -197,6 +205,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     }
     figures.lost = result.delivery[Int(qos.rawValue)].lost
     figures.duplicated = result.delivery[Int(qos.rawValue)].duplicated
+    figures.disconnects = disconnects(result.counters)
     return figures
 }
 
@@ -210,6 +219,7 @@ func throughputLine(_ workload: String, _ extra: [String: Any], _ figures: Throu
     line["cpu_us_per_msg"] = round3(figures.cpuPerMessage)
     line["lost"] = figures.lost
     line["duplicated"] = figures.duplicated
+    line["disconnects_by_reason"] = figures.disconnects
     return line
 }
 
