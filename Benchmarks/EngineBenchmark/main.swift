@@ -48,6 +48,9 @@ final class RunObserver: @unchecked Sendable {
     let quietCPU: Double?
     let quietLimit = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_QUIET_POLLS"] ?? "") ?? 20
     let maxPublish: UInt64
+    /// When set: CPU and time are sampled at the first poll this long after readiness (the end of a measured window).
+    var markAfter: UInt64?
+    var mark: (time: UInt64, cpu: Double)?
 
     init(quietCPU: Double?, maxPublishSeconds: Double) {
         start = nowNanoseconds()
@@ -67,6 +70,7 @@ final class RunObserver: @unchecked Sendable {
             }
             return false
         }
+        if let markAfter, mark == nil, now - readyAt! >= markAfter { mark = (now, cpuMicroseconds()) }
         if now - readyAt! > maxPublish { return true }
         guard let quietCPU else { return false }
         let cpu = cpuMicroseconds()
@@ -284,13 +288,15 @@ func fleet(clients: Int, seconds: Int) {
         print(json(["workload": "fleet", "error": "engine did not start"])); return
     }
     let observer = RunObserver(quietCPU: nil, maxPublishSeconds: Double(seconds) + 1)
+    observer.markAfter = UInt64(seconds) * 1_000_000_000 - 200_000_000
     let result = engine.run(duration: UInt64(seconds) * 1_000_000_000, shouldStop: { observer.poll() })
-    // CPU share over the publishing phase only (connect and teardown excluded): CPU since readiness
-    // until the publish loop ended, which the observer sampled at readiness.
-    let cpuEnd = cpuMicroseconds()
-    let end = nowNanoseconds()
-    let publishSeconds = observer.readyAt.map { Double(end - $0) / 1e9 } ?? .nan
-    let share = (cpuEnd - observer.lastCPU) / 1e6 / publishSeconds * 100
+    // CPU share over the publishing phase only (connect, drain and teardown excluded): from readiness to the
+    // first stop poll at least `seconds - 0.2` s later (the publish loop polls every 50 ms).
+    guard let mark = observer.mark, let readyAt = observer.readyAt else {
+        print(json(["workload": "fleet", "error": "publishing phase not observed"])); return
+    }
+    let publishSeconds = Double(mark.time - readyAt) / 1e9
+    let share = (mark.cpu - observer.lastCPU) / 1e6 / publishSeconds * 100
     let lag = result.latency.histogram(.scheduleLag, from: .intended)
     print(json([
         "workload": "fleet", "clients": clients, "seconds": seconds, "peak_connected": result.peakConnected,
