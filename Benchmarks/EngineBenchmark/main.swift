@@ -1,1 +1,317 @@
-print("engine benchmark: not yet written")
+import FleetBroker
+import FleetEngine
+import FleetMetrics
+import FleetTransport
+import Foundation
+import Glibc
+import MQTTCodec
+import MQTTSession
+
+// Engine benchmark: starts its own mosquitto and prints one JSON line per workload.
+// Usage: EngineBenchmark [idle|qos0|qos1|qos2|fleet|all] [scale]
+//   scale (default 1.0) multiplies client and message counts; every load is bounded in count and time.
+
+// MARK: - Process measurements
+
+func residentKiB() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+    return 0
+}
+
+/// User + system CPU of this process in µs.
+func cpuMicroseconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+}
+
+func nowNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// Watches `Engine.run`'s stop poll to learn when the connect phase ended and when publishing went quiet.
+///
+/// While waiting for readiness the engine polls only after a 50 ms wait timed out; the publish loop polls once
+/// right away, then after each 50 ms sleep. So the first poll less than 45 ms after the previous one (or after
+/// the start) is the start of publishing, i.e. every client connected and subscribed (±1 ms).
+final class RunObserver: @unchecked Sendable {
+    let start: UInt64
+    var last: UInt64
+    var readyAt: UInt64?
+    var rssAtReady = 0
+    var lastCPU = 0.0
+    var quietPolls = 0
+    /// Stop once the tool spent less than this CPU (µs) in a 50 ms poll period `quietLimit` times in a row
+    /// (1 s by default: 150 ms once cut a QoS 0 run with a subscriber short while mosquitto still had a backlog).
+    let quietCPU: Double?
+    let quietLimit = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_QUIET_POLLS"] ?? "") ?? 20
+    let maxPublish: UInt64
+    /// When set: CPU and time are sampled at the first poll this long after readiness (the end of a measured window).
+    var markAfter: UInt64?
+    var mark: (time: UInt64, cpu: Double)?
+
+    init(quietCPU: Double?, maxPublishSeconds: Double) {
+        start = nowNanoseconds()
+        last = start
+        self.quietCPU = quietCPU
+        maxPublish = UInt64(maxPublishSeconds * 1e9)
+    }
+
+    func poll() -> Bool {
+        let now = nowNanoseconds()
+        defer { last = now }
+        if readyAt == nil {
+            if now - last < 45_000_000 {
+                readyAt = now
+                rssAtReady = residentKiB()
+                lastCPU = cpuMicroseconds()
+            }
+            return false
+        }
+        if let markAfter, mark == nil, now - readyAt! >= markAfter { mark = (now, cpuMicroseconds()) }
+        if now - readyAt! > maxPublish { return true }
+        guard let quietCPU else { return false }
+        let cpu = cpuMicroseconds()
+        defer { lastCPU = cpu }
+        if now - readyAt! > 200_000_000 && cpu - lastCPU < quietCPU { quietPolls += 1 } else { quietPolls = 0 }
+        return quietPolls >= quietLimit
+    }
+}
+
+// MARK: - JSON output
+
+func json(_ object: [String: Any]) -> String {
+    let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+    return String(decoding: data, as: UTF8.self)
+}
+
+func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+func disconnects(_ counters: ClientCounters) -> [String: UInt64] {
+    var result: [String: UInt64] = [:]
+    for (reason, count) in counters.disconnects { result[reason.reportName, default: 0] += count }
+    return result
+}
+
+func failures(_ counters: ClientCounters) -> [String: UInt64] {
+    var result: [String: UInt64] = [:]
+    for (reason, count) in counters.connectFailures { result[reason.reportName, default: 0] += count }
+    return result
+}
+
+// MARK: - Workloads
+
+let arguments = CommandLine.arguments.dropFirst()
+let selected = arguments.first ?? "all"
+let scale = arguments.dropFirst().first.flatMap(Double.init) ?? 1.0
+func scaled(_ count: Int) -> Int { max(1, Int(Double(count) * scale)) }
+
+var brokerConfiguration = MosquittoConfiguration()
+brokerConfiguration.maxQueuedMessages = 0      // unlimited: mosquitto's default 1000 would drop silently
+brokerConfiguration.maxInflightMessages = 64   // above the largest window benchmarked (32)
+brokerConfiguration.connectionMessages = false // 15,000 connect log lines would weigh on the broker
+let broker: MosquittoBroker
+do { broker = try MosquittoBroker(configuration: brokerConfiguration) } catch {
+    print(json(["error": "mosquitto did not start: \(error)"]))
+    exit(1)
+}
+defer { broker.stop() }
+let brokerAddress = try! SocketAddress(ipAddress: "127.0.0.1", port: broker.port)
+
+func idle(clients: Int) {
+    let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60)
+    let fleet = EngineFleet(name: "idle", count: clients, clientID: { "idle-\($0)" }, session: settings,
+                            maxConnectsInFlight: 256)
+    let rssBefore = residentKiB()
+    let configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
+                                            readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
+    let engine: Engine
+    do { engine = try Engine(configuration: configuration) } catch {
+        print(json(["workload": "idle", "error": "\(error)"])); return
+    }
+    let observer = RunObserver(quietCPU: nil, maxPublishSeconds: 0.3)
+    let result = engine.run(duration: 500_000_000, shouldStop: { observer.poll() })
+    let connectSeconds = observer.readyAt.map { Double($0 - observer.start) / 1e9 } ?? .nan
+    let growth = Double(observer.rssAtReady - rssBefore)
+    let connected = max(result.peakConnected, 1)
+    let perClient = growth * 1024 / Double(connected)
+    let rate = Double(result.counters.connectsSucceeded) / connectSeconds
+    print(json([
+        "workload": "idle", "clients": clients,
+        "connects_succeeded": result.counters.connectsSucceeded, "peak_connected": result.peakConnected,
+        "connect_seconds": round3(connectSeconds), "connects_per_second": rate.rounded(),
+        "connect_latency_p99_us": result.latency.histogram(.connect, from: .sent).valueAtPercentile(99),
+        "rss_before_kib": rssBefore, "rss_connected_kib": observer.rssAtReady,
+        "rss_bytes_per_client": perClient.rounded(),
+        "failures_by_reason": failures(result.counters),
+        "target_rss_bytes_per_client_max": 1536, "target_connects_per_second_min": 10_000,
+        "meets_targets": perClient <= 1536 && rate >= 10_000,
+    ]))
+}
+
+struct ThroughputFigures {
+    var published: UInt64 = 0
+    var received: UInt64 = 0
+    var acked: UInt64 = 0
+    var seconds = 0.0
+    var cpuMicroseconds = 0.0
+    var messagesPerSecond: Double { Double(received > 0 ? received : published) / seconds }
+    var cpuPerMessage: Double { cpuMicroseconds / Double(max(published, 1)) }
+    var ackP50: UInt64 = 0
+    var ackP99: UInt64 = 0
+    var lost: UInt64 = 0
+    var duplicated: UInt64 = 0
+    var disconnects: [String: UInt64] = [:]
+}
+
+/// `publishers` clients each send `messages` messages of 64 bytes as fast as the engine goes (every intended
+/// time at the start of publishing, catch-up), with or without one subscriber to all of them.
+///
+/// Wall time: every intended time is the start of publishing, so the largest schedule lag is the time from the
+/// start to the last send, and the largest end-to-end latency the time to the last delivery.
+func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: Int, subscriber: Bool)
+    -> ThroughputFigures?
+{
+    let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60, inFlightWindow: window)
+    var fleets: [EngineFleet] = []
+    if subscriber {
+        fleets.append(EngineFleet(name: "subscriber", count: 1, clientID: { "sub-\($0)" }, session: settings,
+                                  subscriptions: { _, _ in [MQTTSubscription(filter: "bench/+/data", qos: qos)] }))
+    }
+    let stream = EngineStream(topic: { index, _ in "bench/\(index)/data" }, qos: qos,
+                              plan: .rate(perSecond: 1e9), behind: .catchUp, payloadSize: 64,
+                              messageLimit: UInt64(messages))
+    fleets.append(EngineFleet(name: "publishers", count: publishers, clientID: { "pub-\($0)" },
+                              session: settings, streams: [stream]))
+    let configuration = EngineConfiguration(fleets: fleets, brokers: [brokerAddress],
+                                            readyTimeout: 10_000_000_000, drainTimeout: 10_000_000_000)
+    guard let engine = try? Engine(configuration: configuration) else { return nil }
+    let cpuBefore = cpuMicroseconds()
+    // Quiet: under 1 ms of CPU in 50 ms, for 1 s, means publishing and delivery are over.
+    let observer = RunObserver(quietCPU: 1_000, maxPublishSeconds: 60)
+    let result = engine.run(duration: 60_000_000_000, shouldStop: { observer.poll() })
+    var figures = ThroughputFigures()
+    figures.cpuMicroseconds = cpuMicroseconds() - cpuBefore
+    let level = QoSLevel(rawValue: Int(qos.rawValue))!
+    figures.published = result.counters.published[level]
+    figures.received = result.counters.received[level]
+    figures.acked = result.counters.acked[level]
+    let lastSend = result.latency.histogram(.scheduleLag, from: .intended).max
+    let lastDelivery = subscriber ? result.latency.histogram(.endToEnd, from: .intended).max : 0
+    figures.seconds = Double(max(lastSend, lastDelivery)) / 1e6
+    let ackKind: LatencyKind = qos == .exactlyOnce ? .pubcomp : .puback
+    if qos != .atMostOnce {
+        let histogram = result.latency.histogram(ackKind, from: .sent)
+        figures.ackP50 = histogram.valueAtPercentile(50)
+        figures.ackP99 = histogram.valueAtPercentile(99)
+    }
+    figures.lost = result.delivery[Int(qos.rawValue)].lost
+    figures.duplicated = result.delivery[Int(qos.rawValue)].duplicated
+    figures.disconnects = disconnects(result.counters)
+    return figures
+}
+
+func throughputLine(_ workload: String, _ extra: [String: Any], _ figures: ThroughputFigures) -> [String: Any] {
+    var line: [String: Any] = extra
+    line["workload"] = workload
+    line["published"] = figures.published
+    line["received"] = figures.received
+    line["seconds"] = round3(figures.seconds)
+    line["msgs_per_second"] = figures.messagesPerSecond.rounded()
+    line["cpu_us_per_msg"] = round3(figures.cpuPerMessage)
+    line["lost"] = figures.lost
+    line["duplicated"] = figures.duplicated
+    line["disconnects_by_reason"] = figures.disconnects
+    return line
+}
+
+func qos0(messages: Int) {
+    let publishers = 10
+    for subscriber in [false, true] {
+        let reference = ReferenceWriter(port: broker.port, publishers: publishers, messagesPerPublisher: messages,
+                                        payloadSize: 64, withSubscriber: subscriber).run()
+        guard let figures = engineThroughput(qos: .atMostOnce, window: 32, publishers: publishers,
+                                             messages: messages, subscriber: subscriber) else {
+            print(json(["workload": "qos0", "error": "engine did not start"])); continue
+        }
+        var line = throughputLine("qos0", ["subscriber": subscriber, "publishers": publishers,
+                                           "messages_per_publisher": messages], figures)
+        if let reference {
+            let referenceCount = subscriber ? reference.delivered : reference.messages
+            let referenceRate = Double(referenceCount) / reference.seconds
+            line["reference_msgs_per_second"] = referenceRate.rounded()
+            line["reference_delivered"] = referenceCount
+            line["engine_over_reference"] = round3(figures.messagesPerSecond / referenceRate)
+        } else {
+            line["reference_error"] = "reference writer could not connect"
+        }
+        line["target_engine_over_reference_min"] = 0.9
+        line["target_cpu_us_per_msg_max"] = 0.5
+        print(json(line))
+    }
+}
+
+func qosWindows(_ qos: MQTTQoS, messages: Int) {
+    let name = qos == .atLeastOnce ? "qos1" : "qos2"
+    var rates: [UInt16: Double] = [:]
+    for window: UInt16 in [1, 32] {
+        guard let figures = engineThroughput(qos: qos, window: window, publishers: 10, messages: messages,
+                                             subscriber: false) else {
+            print(json(["workload": name, "error": "engine did not start"])); continue
+        }
+        rates[window] = figures.messagesPerSecond
+        var line = throughputLine(name, ["window": Int(window), "publishers": 10,
+                                         "messages_per_publisher": messages, "subscriber": false], figures)
+        line["acked"] = figures.acked
+        line["ack_latency_p50_us"] = figures.ackP50
+        line["ack_latency_p99_us"] = figures.ackP99
+        if window == 32 {
+            line["target_cpu_us_per_msg_max"] = qos == .atLeastOnce ? 2.0 : 3.0
+            if let one = rates[1] { line["rate_over_window_1"] = round3(figures.messagesPerSecond / one) }
+            line["target_rate_over_window_1_min"] = 2.0
+        }
+        print(json(line))
+    }
+}
+
+func fleet(clients: Int, seconds: Int) {
+    let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60)
+    let stream = EngineStream(topic: { index, _ in "fleet/\(index)/telemetry" }, qos: .atMostOnce,
+                              plan: .interval(period: 1_000_000_000, jitter: 1_000_000_000), payloadSize: 64)
+    let fleet = EngineFleet(name: "vehicles", count: clients, clientID: { "car-\($0)" }, session: settings,
+                            streams: [stream], maxConnectsInFlight: 256)
+    let configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
+                                            readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
+    guard let engine = try? Engine(configuration: configuration) else {
+        print(json(["workload": "fleet", "error": "engine did not start"])); return
+    }
+    let observer = RunObserver(quietCPU: nil, maxPublishSeconds: Double(seconds) + 1)
+    observer.markAfter = UInt64(seconds) * 1_000_000_000 - 200_000_000
+    let result = engine.run(duration: UInt64(seconds) * 1_000_000_000, shouldStop: { observer.poll() })
+    // CPU share over the publishing phase only (connect, drain and teardown excluded): from readiness to the
+    // first stop poll at least `seconds - 0.2` s later (the publish loop polls every 50 ms).
+    guard let mark = observer.mark, let readyAt = observer.readyAt else {
+        print(json(["workload": "fleet", "error": "publishing phase not observed"])); return
+    }
+    let publishSeconds = Double(mark.time - readyAt) / 1e9
+    let share = (mark.cpu - observer.lastCPU) / 1e6 / publishSeconds * 100
+    let lag = result.latency.histogram(.scheduleLag, from: .intended)
+    print(json([
+        "workload": "fleet", "clients": clients, "seconds": seconds, "peak_connected": result.peakConnected,
+        "published": result.counters.published.qos0,
+        "cpu_percent_of_one_core": round3(share), "measured_seconds": round3(publishSeconds),
+        "schedule_lag_p50_us": lag.valueAtPercentile(50), "schedule_lag_p99_us": lag.valueAtPercentile(99),
+        "schedule_lag_max_us": lag.max, "failures_by_reason": failures(result.counters),
+        "target_cpu_percent_max": 15, "target_schedule_lag_p99_us_max": 2000,
+    ]))
+}
+
+let all = selected == "all"
+if all || selected == "idle" { idle(clients: scaled(15_000)) }
+if all || selected == "qos0" { qos0(messages: scaled(200_000)) }
+if all || selected == "qos1" { qosWindows(.atLeastOnce, messages: scaled(20_000)) }
+if all || selected == "qos2" { qosWindows(.exactlyOnce, messages: scaled(20_000)) }
+if all || selected == "fleet" { fleet(clients: scaled(15_000), seconds: 20) }
+broker.stop()
