@@ -61,7 +61,12 @@ struct EngineBrokerFaultTests {
         #expect(counters.connectsAttempted == 7 * n)
         #expect(counters.connectsSucceeded == 2 * n)
         #expect(counters.reconnects == 6 * n)
-        #expect(counters.connectFailures == [.refused: 5 * n])
+        // Refused, except that an immediate retry racing mosquitto's death may still land in the listen backlog
+        // while the process is torn down: the kernel then resets it (ECONNRESET) instead of refusing it.
+        #expect(counters.connectsFailed == 5 * n)
+        let refusedOrReset = (counters.connectFailures[.refused] ?? 0)
+            + (counters.connectFailures[.socketError(errno: ECONNRESET)] ?? 0)
+        #expect(refusedOrReset == 5 * n, "failures: \(counters.connectFailures)")
         // The kill surfaces as end of stream (FIN) or as a reset when mosquitto had unread bytes; either way
         // once per client. At the end every client is connected again and leaves with DISCONNECT.
         let lost = counters.disconnects.filter { $0.key != .clientInitiated }.values.reduce(0, +)
