@@ -31,10 +31,20 @@ struct WithheldAckCase: Sendable, CustomTestStringConvertible {
     }
 
     /// The standard broker answer, except for the one acknowledgement withheld.
+    ///
+    /// When PUBCOMP is withheld, the PUBRECs of a burst go out together in one write, in answer to its last
+    /// PUBLISH: the client then sends every PUBREL in the same turn, so all PUBCOMP deadlines fall at one time.
+    /// (PUBRECs written one by one may arrive in separate reads, a tick apart; under `.close` the first deadline
+    /// would close the connection before the later ones pass, and the count would depend on timing.)
     var behaviour: FakeBroker.Behaviour {
         let kind = self.kind
+        let burst = UInt16(messagesPerClient)
         return { connection, packet, version in
             switch (kind, packet) {
+            case (.pubcomp, .publish(let publish)) where publish.qos == .exactlyOnce:
+                guard publish.packetID == burst else { return [] }
+                let pubRecs = (1...burst).flatMap { MQTTPacket.pubRec(MQTTPubRec(packetID: $0)).encoded(version: version) }
+                return [.sendBytes(pubRecs)]
             case (.connack, .connect), (.suback, .subscribe), (.pubcomp, .pubRel), (.pingresp, .pingReq):
                 return []
             case (.puback, .publish(let publish)) where publish.qos == .atLeastOnce:
