@@ -29,6 +29,10 @@ public final class FakeBroker: @unchecked Sendable {
     private let behaviour: Behaviour
     private let lock = NSLock()
     private var clientSockets: [Int32] = []
+    /// Sockets not closed yet. `stop()` shuts down only these: a descriptor number closed earlier may already
+    /// belong to another socket of this process (another test's broker or engine running in parallel).
+    private var openSockets: Set<Int32> = []
+    private var listenerClosed = false
     private var packets: [(connection: Int, packet: MQTTPacket)] = []
     private var decodeErrors: [MQTTDecodeError] = []
     private var stopped = false
@@ -82,13 +86,13 @@ public final class FakeBroker: @unchecked Sendable {
 
     /// Stops accepting and closes every connection.
     public func stop() {
-        let sockets: [Int32] = lock.withLock {
-            if stopped { return [] }
+        // Under the lock, so no descriptor is closed (and its number reused) between the check and the shutdown.
+        lock.withLock {
+            if stopped { return }
             stopped = true
-            return clientSockets
+            if !listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for socket in openSockets { shutdown(socket, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
     /// The answer a well-behaved broker gives: CONNACK success, SUBACK granting what was asked, UNSUBACK,
@@ -134,13 +138,17 @@ public final class FakeBroker: @unchecked Sendable {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 {
-                if errno == EINTR { continue }
-                Glibc.close(listener)
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                lock.withLock {
+                    listenerClosed = true
+                    Glibc.close(listener)
+                }
                 return
             }
             let number: Int? = lock.withLock {
                 if stopped { return nil }
                 clientSockets.append(client)
+                openSockets.insert(client)
                 return clientSockets.count - 1
             }
             guard let number else {
@@ -153,7 +161,12 @@ public final class FakeBroker: @unchecked Sendable {
     }
 
     private func serve(_ client: Int32, number: Int) {
-        defer { Glibc.close(client) }
+        defer {
+            lock.withLock {
+                openSockets.remove(client)
+                Glibc.close(client)
+            }
+        }
         var decoder = MQTTDecoder(version: .v3_1_1)
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
