@@ -90,6 +90,7 @@ extension Lane {
             let failure: ConnectFailureReason
             switch reason {
             case .protocolError: failure = .protocolError
+            case .ackTimeout(.connack): failure = .connackTimeout
             case .socketError(let code): failure = code == ECONNREFUSED ? .refused : .socketError(errno: code)
             default: failure = .closedBeforeConnack
             }
