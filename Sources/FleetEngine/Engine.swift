@@ -24,8 +24,7 @@ public final class Engine: @unchecked Sendable {
     /// Merges the lanes' snapshots; `onSnapshot` is called on it.
     let mergeQueue = DispatchQueue(label: "fleetbench.engine.merge")
     private let readyLanes = ReadyTracker()
-    /// The running run's origin (0 before `run`), read by the fault calls.
-    let runOrigin = Mutex<UInt64>(0)
+    let faultSequence = FaultSequence()
     /// Called once a second, on the engine's merge queue, with the merged snapshot. Set it before `run`; it
     /// must return quickly (copy what it needs, hand it to another queue).
     public var onSnapshot: (@Sendable (EngineSnapshot) -> Void)?
@@ -121,7 +120,6 @@ public final class Engine: @unchecked Sendable {
             lane.onSnapshot = { snapshot in mergeQueue.async { merger.add(snapshot) } }
             lane.start(publishedStreams: streamCount, origin: origin)
         }
-        runOrigin.withLock { $0 = origin }
         if configuration.waitForReady {
             let readyDeadline = MonotonicClock.now() &+ configuration.readyTimeout
             while readyGroup.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
@@ -194,6 +192,7 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].foreignMessages += values.foreignMessages
                 fleetResults[fleet].droppedSlots += values.droppedSlots
                 fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
+                fleetResults[fleet].churnSkipped += values.churnSkipped
             }
             for (stream, count) in metrics.publishedPerStream.enumerated() { published[stream] += count }
         }
@@ -281,6 +280,9 @@ public struct EngineFleetResult: Sendable {
     public var foreignMessages: UInt64 = 0
     public var droppedSlots: UInt64 = 0
     public var abandonedPublishes: UInt64 = 0
+
+    /// Churn disconnects that found no connected client of the fleet on their lane.
+    public var churnSkipped: UInt64 = 0
 
     public init() {}
 }

@@ -122,7 +122,8 @@ extension Lane {
         metrics.fleets[clients[client].fleet].connected -= 1
     }
 
-    func scheduleReconnect(_ client: Int) {
+    /// `firstDelay` replaces the policy's delay for this attempt (a tunnel's outage), not its decision.
+    func scheduleReconnect(_ client: Int, firstDelay: UInt64? = nil) {
         wheel.cancel(client: client, kind: TimerKind.session)
         wheel.cancel(client: client, kind: TimerKind.publish)
         wheel.cancel(client: client, kind: TimerKind.connectTimeout)
@@ -135,7 +136,7 @@ extension Lane {
         let policy = fleets[clients[client].fleet].configuration.reconnect
         switch policy.decision(forAttempt: clients[client].attempt, random: &clients[client].random) {
         case .retry(let delay):
-            wheel.schedule(client: client, kind: TimerKind.connect, deadline: now &+ delay)
+            wheel.schedule(client: client, kind: TimerKind.connect, deadline: now &+ (firstDelay ?? delay))
         case .giveUp:
             clients[client].phase = .finished
             clients[client].isReady = true

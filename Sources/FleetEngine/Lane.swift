@@ -46,6 +46,11 @@ final class Lane: @unchecked Sendable {
     var snapshotInterval: UInt64 = 1_000_000_000
     var nextSnapshotAt: UInt64 = .max
     var snapshotIndex = 0
+    /// Churn faults in progress on this lane, and the earliest next churn.
+    var churns: [ChurnPlan] = []
+    var nextChurnAt: UInt64 = .max
+    /// The lane's clients of each fleet (lane client indices), for picking fault victims.
+    let fleetClients: [[Int]]
     var brokers: [SocketAddress]
     var sourceAddresses: [SocketAddress]
 
@@ -59,6 +64,9 @@ final class Lane: @unchecked Sendable {
         self.configuration = configuration
         self.clients = clients
         self.metrics = LaneMetrics(fleetCount: fleets.count, start: start)
+        var fleetClients: [[Int]] = Array(repeating: [], count: fleets.count)
+        for (position, client) in clients.enumerated() { fleetClients[client.fleet].append(position) }
+        self.fleetClients = fleetClients
         self.brokers = configuration.brokers
         self.sourceAddresses = configuration.sourceAddresses
         self.wheel = TimingWheel(clientCapacity: max(clients.count, 1), kindsPerClient: TimerKind.count,
@@ -108,6 +116,7 @@ final class Lane: @unchecked Sendable {
         drainEvents()
         fireTimers()
         emitDueSnapshots()
+        if now >= nextChurnAt { runDueChurns() }
         flushDirty()
         armTimer()
         checkReady()
@@ -156,7 +165,7 @@ final class Lane: @unchecked Sendable {
 
     /// Arms the timerfd for the wheel's next deadline (only when it moved earlier or fired).
     private func armTimer() {
-        let next = min(wheel.nextExpiration() ?? .max, nextSnapshotAt)
+        let next = min(wheel.nextExpiration() ?? .max, nextSnapshotAt, nextChurnAt)
         if next == .max || next >= armedDeadline { return }
         armedDeadline = next
         var spec = itimerspec()

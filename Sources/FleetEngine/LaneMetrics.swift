@@ -39,6 +39,8 @@ public struct FleetLaneMetrics: Sendable {
     public var droppedSlots: UInt64 = 0
     /// In-flight messages given up (session lost on reconnect, or connection closed for good).
     public var abandonedPublishes: UInt64 = 0
+    /// Churn disconnects that found no connected client of the fleet on the lane.
+    public var churnSkipped: UInt64 = 0
     /// Clients of the fleet connected now, and the peak.
     public var connected = 0
     public var peakConnected = 0

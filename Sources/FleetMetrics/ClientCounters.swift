@@ -154,6 +154,10 @@ public enum DisconnectReason: Hashable, Sendable {
     case ackTimeout(AckKind)
     /// Malformed bytes from the broker.
     case protocolError
+    /// A scenario's tunnel fault cut the connection abruptly (RST, no DISCONNECT: the broker publishes the will).
+    case tunnel
+    /// A scenario's churn fault disconnected the client cleanly (DISCONNECT) to reconnect it.
+    case churn
 
     public var reportName: String {
         switch self {
@@ -163,6 +167,8 @@ public enum DisconnectReason: Hashable, Sendable {
         case .socketError(let errno): return "socket_error_\(errno)"
         case .ackTimeout(let kind): return "\(kind.reportName)_timeout"
         case .protocolError: return "protocol_error"
+        case .tunnel: return "tunnel"
+        case .churn: return "churn"
         }
     }
 }

@@ -1,0 +1,88 @@
+import FleetMetrics
+import MQTTSession
+
+/// A churn fault's share on one lane: `remaining` clean disconnects, one every `spacing` ns from `next`.
+struct ChurnPlan {
+    let fleet: Int
+    var remaining: Int
+    let spacing: UInt64
+    var next: UInt64
+    var random: SeededRandom
+}
+
+/// Faults on running clients, driven by the engine's fault calls. Everything here runs on the lane's queue.
+extension Lane {
+    /// Cuts a connected client's connection abruptly: RST (SO_LINGER 0), no DISCONNECT, so the broker publishes
+    /// its will. It reconnects by its fleet's policy, with `outage` in place of the first reconnect delay.
+    /// False when the client was not connected (any more).
+    func cutForTunnel(_ client: Int, outage: UInt64) -> Bool {
+        guard !stopping, client < clients.count, clients[client].phase == .connected else { return false }
+        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.tunnel)
+        markDisconnected(client)
+        closeSocket(client, abortive: true)
+        var discard = DiscardingSessionSink()
+        clients[client].session.connectionLost(now: now, events: &discard)
+        scheduleReconnect(client, firstDelay: outage)
+        return true
+    }
+
+    /// Disconnects a connected client cleanly (DISCONNECT, then close) and reconnects it at once (paced by its
+    /// fleet's pacer). A clean disconnect is not a failure: the reconnect policy's attempt count is untouched.
+    func disconnectForChurn(_ client: Int) {
+        clients[client].session.disconnect(now: now, into: &scratch)
+        stage(client)
+        flush(client)
+        guard clients[client].phase == .connected else { return }  // the flush itself may have failed
+        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.churn)
+        markDisconnected(client)
+        closeSocket(client, abortive: false)
+        var discard = DiscardingSessionSink()
+        clients[client].session.connectionLost(now: now, events: &discard)
+        wheel.cancel(client: client, kind: TimerKind.session)
+        wheel.cancel(client: client, kind: TimerKind.publish)
+        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
+        clients[client].phase = .idle
+        wheel.schedule(client: client, kind: TimerKind.connect, deadline: now)
+    }
+
+    func addChurn(_ plan: ChurnPlan) {
+        guard plan.remaining > 0 else { return }
+        churns.append(plan)
+        nextChurnAt = min(nextChurnAt, plan.next)
+    }
+
+    /// Runs every churn disconnect that is due. A due churn that finds no connected client of its fleet on the
+    /// lane is counted as skipped.
+    func runDueChurns() {
+        for plan in churns.indices {
+            while churns[plan].remaining > 0 && churns[plan].next <= now {
+                let fleet = churns[plan].fleet
+                if stopping {
+                    churns[plan].remaining = 0
+                    break
+                }
+                if let victim = pickConnected(fleet: fleet, random: &churns[plan].random) {
+                    disconnectForChurn(victim)
+                } else {
+                    metrics.fleets[fleet].churnSkipped += 1
+                }
+                churns[plan].remaining -= 1
+                churns[plan].next &+= churns[plan].spacing
+            }
+        }
+        churns.removeAll { $0.remaining == 0 }
+        nextChurnAt = churns.map(\.next).min() ?? .max
+    }
+
+    /// A uniformly chosen start, then the next connected client of the fleet on this lane.
+    private func pickConnected(fleet: Int, random: inout SeededRandom) -> Int? {
+        let candidates = fleetClients[fleet]
+        guard !candidates.isEmpty else { return nil }
+        let start = Int(random.next(below: UInt64(candidates.count)))
+        for offset in 0..<candidates.count {
+            let client = candidates[(start + offset) % candidates.count]
+            if clients[client].phase == .connected { return client }
+        }
+        return nil
+    }
+}
