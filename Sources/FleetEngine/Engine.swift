@@ -18,6 +18,8 @@ public final class Engine: @unchecked Sendable {
     /// Topic of every global stream id, and its QoS, for expected delivery counts.
     let streamTopics: [String]
     let streamQoS: [MQTTQoS]
+    /// False for streams without an end-to-end header (fixed text): no delivery expectations for them.
+    let streamTracked: [Bool]
     /// Filters of every subscriber, by global client index.
     let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
     private let readyGroup = DispatchGroup()
@@ -53,6 +55,7 @@ public final class Engine: @unchecked Sendable {
         var perLane: [[SimulatedClient]] = Array(repeating: [], count: laneCount)
         var topics: [String] = Array(repeating: "", count: firstStream)
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
+        var tracked: [Bool] = Array(repeating: true, count: firstStream)
         var filters: [(Int, [MQTTSubscription])] = []
         var global = 0
         for fleet in fleets {
@@ -65,9 +68,16 @@ public final class Engine: @unchecked Sendable {
                     let topic = stream.topic(index, clientID)
                     topics[id] = topic
                     qos[id] = stream.qos
+                    if case .text = stream.payload { tracked[id] = false }
+                    let payload: StreamPayload
+                    switch stream.payload {
+                    case .binary(let size): payload = .binary(size: size)
+                    case .text: payload = .text(fleet.texts[streamIndex])
+                    case .template(let template): payload = .template(template, clientID: Array(clientID.utf8))
+                    }
                     streams.append(StreamState(
                         topic: try MQTTTopicName(topic), streamID: UInt32(id), qos: stream.qos, retain: stream.retain,
-                        payloadSize: stream.payloadSize, schedule: nil, pending: nil))
+                        payload: payload, schedule: nil, pending: nil))
                 }
                 let subscriptions = settings.subscriptions(index, clientID)
                 if !subscriptions.isEmpty { filters.append((global, subscriptions)) }
@@ -85,6 +95,7 @@ public final class Engine: @unchecked Sendable {
         }
         self.streamTopics = topics
         self.streamQoS = qos
+        self.streamTracked = tracked
         self.subscriberFilters = filters
         let start = MonotonicClock.now()
         self.lanes = try perLane.enumerated().map { index, clients in
@@ -207,7 +218,7 @@ public final class Engine: @unchecked Sendable {
             let metrics = laneMetrics[lane]
             let fleet = fleetOfGlobal(global)
             for stream in streamTopics.indices
-            where filters.contains(where: { MQTTTopic.matches(filter: $0.filter, topic: streamTopics[stream]) }) {
+            where streamTracked[stream] && filters.contains(where: { MQTTTopic.matches(filter: $0.filter, topic: streamTopics[stream]) }) {
                 let key = UInt64(global) << 32 | UInt64(stream)
                 let counts: DeliveryCounts
                 if let dense = metrics.deliveryKeys[key] {

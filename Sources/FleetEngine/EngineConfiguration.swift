@@ -3,29 +3,63 @@ import FleetTransport
 import MQTTCodec
 import MQTTSession
 
+/// What a stream's messages carry.
+public enum EnginePayload: Sendable {
+    /// `size` bytes: the 24-byte binary end-to-end header, from 32 bytes on the actual send time, zeros after.
+    case binary(size: Int)
+    /// This text, byte for byte, with no end-to-end header (an app's fixed "online" notice, for example).
+    /// Subscribers count these messages as received but foreign: no latency, no loss accounting.
+    case text(String)
+    /// A template rendered per message. A template that starts with a JSON object carries the text header as
+    /// its first member, so the JSON stays valid; any other template gets the binary header and the send time
+    /// (32 bytes) in front of the rendered text.
+    case template(PayloadTemplate)
+}
+
 /// One publishing stream of every client of a fleet: what to send, how often, at which QoS.
 public struct EngineStream: Sendable {
     /// Topic of client `index` (0-based within its fleet) with client id `clientID`.
     public var topic: @Sendable (_ index: Int, _ clientID: String) -> String
     public var qos: MQTTQoS
     public var retain: Bool
+    /// `.onConnect` sends one message on every connection (first connect and each reconnect).
     public var plan: PublishPlan
     public var behind: BehindPolicy
-    /// Payload size in bytes. Every payload starts with the end-to-end header (24 bytes) and, from 32 bytes
-    /// on, the actual send time, so subscribers measure latency from both the intended and the actual send.
-    public var payloadSize: Int
-    /// Stop after this many messages per client (nil: until the run ends).
+    public var payload: EnginePayload
+    /// Stop after this many messages per client (nil: until the run ends). For `.onConnect`: per connection.
     public var messageLimit: UInt64?
+
+    /// Payload size in bytes of a `.binary` payload (0 for the other kinds); setting it makes the payload
+    /// binary. Every binary payload starts with the end-to-end header (24 bytes) and, from 32 bytes on, the
+    /// actual send time, so subscribers measure latency from both the intended and the actual send.
+    public var payloadSize: Int {
+        get {
+            if case .binary(let size) = payload { return size }
+            return 0
+        }
+        set { payload = .binary(size: max(newValue, EndToEndHeader.binarySize)) }
+    }
 
     public init(topic: @escaping @Sendable (Int, String) -> String, qos: MQTTQoS, retain: Bool = false,
                 plan: PublishPlan, behind: BehindPolicy = .catchUp, payloadSize: Int = 64,
+                messageLimit: UInt64? = nil) {
+        self.init(topic: topic, qos: qos, retain: retain, plan: plan, behind: behind,
+                  payload: .binary(size: payloadSize), messageLimit: messageLimit)
+    }
+
+    public init(topic: @escaping @Sendable (Int, String) -> String, qos: MQTTQoS, retain: Bool = false,
+                plan: PublishPlan, behind: BehindPolicy = .catchUp, payload: EnginePayload,
                 messageLimit: UInt64? = nil) {
         self.topic = topic
         self.qos = qos
         self.retain = retain
         self.plan = plan
         self.behind = behind
-        self.payloadSize = max(payloadSize, EndToEndHeader.binarySize)
+        if case .binary(let size) = payload {
+            self.payload = .binary(size: max(size, EndToEndHeader.binarySize))
+        } else {
+            self.payload = payload
+        }
         self.messageLimit = messageLimit
     }
 }

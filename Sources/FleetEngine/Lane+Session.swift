@@ -15,6 +15,7 @@ extension Lane {
         markConnected(client)
         let firstTime = !clients[client].hasConnectedBefore
         clients[client].hasConnectedBefore = true
+        if !firstTime { restartOnConnectStreams(client) }
         // The session re-subscribes by itself when the broker lost the session; the first time, we subscribe.
         if firstTime && !clients[client].subscriptions.isEmpty {
             clients[client].subscribeSentAt = now
@@ -53,6 +54,18 @@ extension Lane {
     }
 
     // MARK: Publishing
+
+    /// On a reconnect, an on-connect stream whose schedule ran starts a new one (its numbering continues), so
+    /// every connection sends its message.
+    func restartOnConnectStreams(_ client: Int) {
+        let fleet = fleets[clients[client].fleet].configuration
+        for stream in clients[client].streams.indices where fleet.streams[stream].plan == .onConnect {
+            guard let schedule = clients[client].streams[stream].schedule,
+                  clients[client].streams[stream].pending == nil else { continue }
+            clients[client].streams[stream].sequenceBase &+= schedule.sentCount
+            clients[client].streams[stream].schedule = nil
+        }
+    }
 
     /// Starts every stream's schedule of a connected client (once; later connects resume the same schedule).
     func startPublishing(_ client: Int) {
@@ -122,14 +135,35 @@ extension Lane {
     /// Writes one message. False when the in-flight window is full (the caller keeps it pending).
     private func send(_ client: Int, stream: Int, _ due: ScheduledSend) -> Bool {
         let state = clients[client].streams[stream]
-        let header = EndToEndHeader(streamID: state.streamID, sequence: due.sequence, intendedTime: due.intendedTime)
+        let sequence = state.sequenceBase &+ due.sequence
+        let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime)
         let now = self.now
-        let result = clients[client].session.publish(
-            topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: state.payloadSize,
-            intendedAt: due.intendedTime, tag: UInt64(state.streamID) << 32 | (due.sequence & 0xFFFF_FFFF),
-            now: now, into: &scratch
-        ) { payload in
-            EndToEndPayload.write(header: header, sentAt: now, into: payload)
+        let tag = UInt64(state.streamID) << 32 | (sequence & 0xFFFF_FFFF)
+        let result: MQTTPublishResult
+        switch state.payload {
+        case .binary(let size):
+            result = clients[client].session.publish(
+                topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: size,
+                intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
+            ) { payload in
+                EndToEndPayload.write(header: header, sentAt: now, into: payload)
+            }
+        case .text(let text):
+            result = clients[client].session.publish(
+                topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: text.count,
+                intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
+            ) { payload in
+                text.withUnsafeBytes { payload.copyMemory(from: $0) }
+            }
+        case .template(let template, let clientID):
+            let rendered = render(template, client: client, clientID: clientID, header: header,
+                                  sequence: sequence, intendedTime: due.intendedTime)
+            result = clients[client].session.publish(
+                topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: rendered.count,
+                intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
+            ) { payload in
+                rendered.withUnsafeBytes { payload.copyMemory(from: $0) }
+            }
         }
         switch result {
         case .sent:
@@ -143,6 +177,28 @@ extension Lane {
             metrics.fleets[clients[client].fleet].droppedSlots += 1
             return true
         }
+    }
+
+    /// Renders a template message into the lane's render buffer (reused: no allocation once it has grown).
+    /// A JSON-object template carries the text header as its first member; any other gets the binary header
+    /// and the actual send time in front, so subscribers read both latencies as for binary payloads.
+    private func render(_ template: PayloadTemplate, client: Int, clientID: [UInt8], header: EndToEndHeader,
+                        sequence: UInt64, intendedTime: UInt64) -> [UInt8] {
+        renderBuffer.removeAll(keepingCapacity: true)
+        var random = clients[client].random
+        let context = PayloadContext(
+            clientID: clientID, clientIndex: clients[client].indexInFleet, sequence: sequence,
+            timestampMilliseconds: (intendedTime &+ wallClockOffset) / 1_000_000)
+        switch template.headerForm {
+        case .text:
+            template.render(into: &renderBuffer, context: context, random: &random, header: header)
+        case .binary:
+            header.appendBinary(to: &renderBuffer)
+            withUnsafeBytes(of: now.littleEndian) { renderBuffer.append(contentsOf: $0) }
+            template.render(into: &renderBuffer, context: context, random: &random)
+        }
+        clients[client].random = random
+        return renderBuffer
     }
 }
 

@@ -31,6 +31,10 @@ final class Lane: @unchecked Sendable {
     var readBuffer: UnsafeMutableRawBufferPointer
     /// Session output of one call, appended to the client's outbound buffer afterwards.
     var scratch = MQTTByteBuffer(capacity: 64 * 1024)
+    /// Rendered template payloads, one at a time.
+    var renderBuffer: [UInt8] = []
+    /// Wall clock minus monotonic clock (ns) at lane creation, for templates' `{ts_ms}`.
+    let wallClockOffset: UInt64
     /// Clients with bytes to flush at the end of the turn.
     var dirty: [Int32] = []
     var connected = 0
@@ -82,6 +86,10 @@ final class Lane: @unchecked Sendable {
         self.timer = timer
         try epoll.add(timer, events: .readable, token: Self.timerToken)
         self.readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let wallNanoseconds = UInt64(wall.tv_sec) &* 1_000_000_000 &+ UInt64(wall.tv_nsec)
+        self.wallClockOffset = wallNanoseconds &- MonotonicClock.now()
         self.now = start
     }
 

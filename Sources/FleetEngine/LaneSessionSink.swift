@@ -71,11 +71,13 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     ) {
         let now = lane.now
         lane.metrics.fleets[fleet].counters.received[QoSLevel(message.qos)] += 1
-        guard let header = try? EndToEndHeader.readBinary(from: payload) else {
+        guard let header = try? EndToEndHeader.read(from: payload) else {
             lane.metrics.fleets[fleet].foreignMessages += 1
             return
         }
-        let sentAt = EndToEndPayload.sentTime(in: payload) ?? header.intendedTime
+        // Only binary-header payloads carry the actual send time; text headers measure from the intended time.
+        let sentAt = payload[0] == EndToEndHeader.magic
+            ? EndToEndPayload.sentTime(in: payload) ?? header.intendedTime : header.intendedTime
         lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
         let key = subscriberKey | UInt64(header.streamID)
         let stream: Int

@@ -8,12 +8,18 @@ final class FleetRuntime: @unchecked Sendable {
     let configuration: EngineFleet
     /// Global id of stream 0 of client 0 of this fleet; client k's stream s is `firstStream + k * streams + s`.
     let firstStream: Int
+    /// UTF-8 of each `.text` stream's payload (empty for the other kinds), one array shared by every client.
+    let texts: [[UInt8]]
     var streamCount: Int { configuration.count * configuration.streams.count }
 
     init(index: Int, configuration: EngineFleet, firstStream: Int) {
         self.index = index
         self.configuration = configuration
         self.firstStream = firstStream
+        texts = configuration.streams.map { stream in
+            if case .text(let text) = stream.payload { return Array(text.utf8) }
+            return []
+        }
     }
 }
 
@@ -30,14 +36,25 @@ enum ClientPhase: UInt8 {
     case finished
 }
 
+/// A stream's payload as one client sends it (arrays shared with the fleet's configuration, not copied).
+enum StreamPayload {
+    case binary(size: Int)
+    case text([UInt8])
+    /// The template and the client id's bytes for `{client_id}`.
+    case template(PayloadTemplate, clientID: [UInt8])
+}
+
 /// One publishing stream of one client.
 struct StreamState {
     let topic: MQTTTopicName
     let streamID: UInt32
     let qos: MQTTQoS
     let retain: Bool
-    let payloadSize: Int
+    let payload: StreamPayload
     var schedule: PublishSchedule?
+    /// Added to the schedule's sequence numbers: an on-connect stream starts a new schedule per connection
+    /// but keeps numbering its messages on.
+    var sequenceBase: UInt64 = 0
     /// A message the in-flight window refused; sent first when the window opens.
     var pending: ScheduledSend?
 }
