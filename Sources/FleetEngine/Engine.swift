@@ -48,7 +48,7 @@ public final class Engine: @unchecked Sendable {
         var fleets: [FleetRuntime] = []
         var firstStream = 0
         for (index, fleet) in configuration.fleets.enumerated() {
-            fleets.append(FleetRuntime(index: index, configuration: fleet, firstStream: firstStream))
+            fleets.append(try FleetRuntime(index: index, configuration: fleet, firstStream: firstStream))
             firstStream += fleet.count * fleet.streams.count
         }
         self.fleets = fleets
@@ -63,12 +63,21 @@ public final class Engine: @unchecked Sendable {
             for index in 0..<settings.count {
                 let clientID = settings.clientID(index)
                 var streams: [StreamState] = []
+                var replyFilters: [MQTTSubscription] = []
                 for (streamIndex, stream) in settings.streams.enumerated() {
                     let id = fleet.firstStream + index * settings.streams.count + streamIndex
                     let topic = stream.topic(index, clientID)
                     topics[id] = topic
                     qos[id] = stream.qos
                     if case .text = stream.payload { tracked[id] = false }
+                    var request: RequestState?
+                    if let target = stream.request {
+                        tracked[id] = false
+                        let replyTopic = target.replyTopic(index, clientID)
+                        request = try Self.requestState(target, replyTopic: replyTopic, stream: id, fleets: fleets,
+                                                        version: settings.session.version)
+                        replyFilters.append(MQTTSubscription(filter: replyTopic, qos: stream.qos))
+                    }
                     let payload: StreamPayload
                     switch stream.payload {
                     case .binary(let size): payload = .binary(size: size)
@@ -77,9 +86,13 @@ public final class Engine: @unchecked Sendable {
                     }
                     streams.append(StreamState(
                         topic: try MQTTTopicName(topic), streamID: UInt32(id), qos: stream.qos, retain: stream.retain,
-                        payload: payload, schedule: nil, pending: nil))
+                        payload: payload, schedule: nil, pending: nil, request: request))
                 }
-                let subscriptions = settings.subscriptions(index, clientID)
+                var subscriptions = settings.subscriptions(index, clientID)
+                if let responder = settings.responder {
+                    subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
+                }
+                subscriptions.append(contentsOf: replyFilters)
                 if !subscriptions.isEmpty { filters.append((global, subscriptions)) }
                 let brokers = configuration.brokers
                 let sources = configuration.sourceAddresses
@@ -102,6 +115,7 @@ public final class Engine: @unchecked Sendable {
             try Lane(index: index, fleets: fleets, clients: clients, configuration: configuration,
                      laneCount: laneCount, start: start)
         }
+        for lane in lanes { lane.streamTracked = tracked }
     }
 
     /// Connects everything, publishes for `duration` ns, drains and disconnects; blocks the calling thread
@@ -204,6 +218,9 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].droppedSlots += values.droppedSlots
                 fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
                 fleetResults[fleet].churnSkipped += values.churnSkipped
+                fleetResults[fleet].requestsAnswered += values.requestsAnswered
+                fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
+                fleetResults[fleet].responsesReceived += values.responsesReceived
             }
             for (stream, count) in metrics.publishedPerStream.enumerated() { published[stream] += count }
         }
@@ -241,6 +258,36 @@ public final class Engine: @unchecked Sendable {
         result.timeline = merger.timeline
         result.intervals = merger.intervals
         return result
+    }
+
+    static func requestState(_ request: EngineRequest, replyTopic: String, stream: Int, fleets: [FleetRuntime],
+                             version: MQTTProtocolVersion) throws -> RequestState {
+        guard let target = fleets.first(where: { $0.configuration.name == request.targetFleet }) else {
+            throw EngineConfigurationError(message: "request stream targets fleet '\(request.targetFleet)', which does not exist")
+        }
+        guard target.configuration.responder != nil, target.configuration.count > 0 else {
+            throw EngineConfigurationError(
+                message: "request stream targets fleet '\(request.targetFleet)', which has no responder")
+        }
+        var properties = MQTTEncodedProperties.empty
+        if version.hasProperties {
+            // The reply topic is where the requester listens; as a 5.0 Response Topic it must be a topic name
+            // (§3.3.2.3.5: no wildcards).
+            guard (try? MQTTTopicName(replyTopic)) != nil else {
+                throw EngineConfigurationError(
+                    message: "MQTT 5 reply topic '\(replyTopic)' must be a topic name without wildcards")
+            }
+            properties = MQTTEncodedProperties([
+                .responseTopic(replyTopic), .correlationData(Self.bigEndianBytes(UInt32(stream))),
+            ])
+        }
+        return RequestState(targetFleet: target.index, targetCount: target.configuration.count,
+                            random: request.selection == .random, properties: properties)
+    }
+
+    static func bigEndianBytes(_ value: UInt32) -> [UInt8] {
+        [UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+         UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
     }
 
     /// The fleet of a global client index (clients are numbered fleet by fleet).
@@ -292,6 +339,12 @@ public struct EngineFleetResult: Sendable {
     public var droppedSlots: UInt64 = 0
     public var abandonedPublishes: UInt64 = 0
 
+    /// Responder side: requests answered, and requests that could not be (no reply topic, window full, closed).
+    public var requestsAnswered: UInt64 = 0
+    public var requestsUnanswered: UInt64 = 0
+    /// Requester side: replies received to the fleet's requests (round trips in `latency`, kind
+    /// `.requestResponse`).
+    public var responsesReceived: UInt64 = 0
     /// Churn disconnects that found no connected client of the fleet on their lane.
     public var churnSkipped: UInt64 = 0
 

@@ -16,6 +16,56 @@ public enum EnginePayload: Sendable {
     case template(PayloadTemplate)
 }
 
+/// The requester side of request/response.
+///
+/// MQTT 5.0: each request carries a Response Topic (`replyTopic` of the requester, §3.3.2.3.5) and Correlation
+/// Data (§3.3.2.3.6); the responder publishes its reply there and echoes the Correlation Data. MQTT 3.1.1 has
+/// neither, so responders publish to their fleet's `EngineResponder.replyTopic` and `replyTopic` here is the
+/// filter that catches those replies (it may hold wildcards then). Either way the requester subscribes to
+/// `replyTopic` itself, and the reply's payload echoes the request's, end-to-end header included: that header
+/// (stream id, sequence, intended time) correlates the reply and gives the round trip from the intended time.
+/// Request streams have no delivery accounting (each responder gets only some of a stream's messages).
+public struct EngineRequest: Sendable {
+    public enum TargetSelection: Sendable, Equatable {
+        /// Requester i's message k goes to target (i + k) mod n: every target in turn, requesters staggered.
+        case roundRobin
+        /// A uniformly random target per message, from the requester's seeded generator.
+        case random
+    }
+
+    /// The responder fleet's name.
+    public var targetFleet: String
+    public var selection: TargetSelection
+    /// Where requester `index` (with its client id) receives replies; see the type's description.
+    public var replyTopic: @Sendable (_ index: Int, _ clientID: String) -> String
+
+    public init(targetFleet: String, selection: TargetSelection = .roundRobin,
+                replyTopic: @escaping @Sendable (Int, String) -> String) {
+        self.targetFleet = targetFleet
+        self.selection = selection
+        self.replyTopic = replyTopic
+    }
+}
+
+/// The responder side: every client of the fleet answers each message on its command topic by publishing the
+/// same payload back (5.0: to the request's Response Topic with its Correlation Data; otherwise, or when the
+/// request has no Response Topic, to `replyTopic`; with neither the request is counted as unanswered).
+public struct EngineResponder: Sendable {
+    /// Command topic of client `index`, subscribed automatically at `qos`.
+    public var commandTopic: @Sendable (_ index: Int, _ clientID: String) -> String
+    /// Reply topic of client `index` for requests without a Response Topic (all 3.1.1 requests).
+    public var replyTopic: (@Sendable (_ index: Int, _ clientID: String) -> String)?
+    /// QoS of the command subscription and of the replies.
+    public var qos: MQTTQoS
+
+    public init(commandTopic: @escaping @Sendable (Int, String) -> String,
+                replyTopic: (@Sendable (Int, String) -> String)? = nil, qos: MQTTQoS = .atLeastOnce) {
+        self.commandTopic = commandTopic
+        self.replyTopic = replyTopic
+        self.qos = qos
+    }
+}
+
 /// One publishing stream of every client of a fleet: what to send, how often, at which QoS.
 public struct EngineStream: Sendable {
     /// Topic of client `index` (0-based within its fleet) with client id `clientID`.
@@ -28,6 +78,9 @@ public struct EngineStream: Sendable {
     public var payload: EnginePayload
     /// Stop after this many messages per client (nil: until the run ends). For `.onConnect`: per connection.
     public var messageLimit: UInt64?
+    /// Makes this a request stream: each message goes to one client of a responder fleet, on that client's
+    /// command topic (`topic` is then unused), and its reply's round trip is measured.
+    public var request: EngineRequest?
 
     /// Payload size in bytes of a `.binary` payload (0 for the other kinds); setting it makes the payload
     /// binary. Every binary payload starts with the end-to-end header (24 bytes) and, from 32 bytes on, the
@@ -82,6 +135,8 @@ public struct EngineFleet: Sendable {
     public var maxConnectsInFlight: Int
     /// The fleet's first connects begin this long (ns) after the run starts.
     public var startOffset: UInt64 = 0
+    /// Makes every client of the fleet answer requests on its command topic.
+    public var responder: EngineResponder?
     /// How the fleet's first connects are spread (nil: all at once, paced only by `connectRate` and
     /// `maxConnectsInFlight`). Reconnects are not ramped.
     public var ramp: ConnectRamp?
@@ -101,6 +156,12 @@ public struct EngineFleet: Sendable {
         self.connectRate = connectRate
         self.maxConnectsInFlight = maxConnectsInFlight
     }
+}
+
+/// A configuration the engine cannot run.
+public struct EngineConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
 }
 
 /// How a fleet's first connects are spread over time, from its start offset on.

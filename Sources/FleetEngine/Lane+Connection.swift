@@ -227,6 +227,7 @@ extension Lane {
                 return bytes.count
             }
             guard let view else { return offset }
+            sink.properties = UnsafeRawBufferPointer(rebasing: bytes[view.propertiesRange])
             clients[client].session.receive(view, in: bytes, now: now, output: &scratch, events: &sink)
             offset = view.packetRange.upperBound
             let state = clients[client].session.state

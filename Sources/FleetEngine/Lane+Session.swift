@@ -139,18 +139,30 @@ extension Lane {
         let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime)
         let now = self.now
         let tag = UInt64(state.streamID) << 32 | (sequence & 0xFFFF_FFFF)
+        var topic = state.topic
+        var properties = MQTTEncodedProperties.empty
+        if let request = state.request {
+            let target: Int
+            if request.random {
+                target = Int(clients[client].random.next(below: UInt64(request.targetCount)))
+            } else {
+                target = (clients[client].indexInFleet &+ Int(truncatingIfNeeded: sequence)) % request.targetCount
+            }
+            topic = fleets[request.targetFleet].commandTopics[target]
+            properties = request.properties
+        }
         let result: MQTTPublishResult
         switch state.payload {
         case .binary(let size):
             result = clients[client].session.publish(
-                topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: size,
+                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: size,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 EndToEndPayload.write(header: header, sentAt: now, into: payload)
             }
         case .text(let text):
             result = clients[client].session.publish(
-                topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: text.count,
+                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: text.count,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 text.withUnsafeBytes { payload.copyMemory(from: $0) }
@@ -159,7 +171,7 @@ extension Lane {
             let rendered = render(template, client: client, clientID: clientID, header: header,
                                   sequence: sequence, intendedTime: due.intendedTime)
             result = clients[client].session.publish(
-                topic: state.topic, qos: state.qos, retain: state.retain, payloadCount: rendered.count,
+                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: rendered.count,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 rendered.withUnsafeBytes { payload.copyMemory(from: $0) }

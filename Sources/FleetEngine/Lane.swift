@@ -31,6 +31,13 @@ final class Lane: @unchecked Sendable {
     var readBuffer: UnsafeMutableRawBufferPointer
     /// Session output of one call, appended to the client's outbound buffer afterwards.
     var scratch = MQTTByteBuffer(capacity: 64 * 1024)
+    /// Requests received during one session call, answered right after it (the session cannot publish while
+    /// it is handing over a message): their bytes in `replyArena`, reused so steady state allocates little.
+    var pendingReplies: [PendingReply] = []
+    var replyArena: [UInt8] = []
+    /// Per global stream id: false for streams without delivery accounting (fixed text, requests), whose
+    /// copies a subscriber receives are not tracked. Set by the engine before the run.
+    var streamTracked: [Bool] = []
     /// Rendered template payloads, one at a time.
     var renderBuffer: [UInt8] = []
     /// Wall clock minus monotonic clock (ns) at lane creation, for templates' `{ts_ms}`.

@@ -39,6 +39,11 @@ public struct FleetLaneMetrics: Sendable {
     public var droppedSlots: UInt64 = 0
     /// In-flight messages given up (session lost on reconnect, or connection closed for good).
     public var abandonedPublishes: UInt64 = 0
+    /// Responder side: requests answered, and requests that could not be (no reply topic, window full).
+    public var requestsAnswered: UInt64 = 0
+    public var requestsUnanswered: UInt64 = 0
+    /// Requester side: replies received to this fleet's requests.
+    public var responsesReceived: UInt64 = 0
     /// Churn disconnects that found no connected client of the fleet on the lane.
     public var churnSkipped: UInt64 = 0
     /// Clients of the fleet connected now, and the peak.

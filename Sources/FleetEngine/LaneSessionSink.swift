@@ -17,11 +17,30 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     var windowOpened = false
     var closeReason: DisconnectReason?
     var refused: MQTTReasonCode?
+    /// Property bytes of the packet being handed to the session (set by the lane before each packet), so a
+    /// responder can find a request's Response Topic and Correlation Data.
+    var properties = UnsafeRawBufferPointer(start: nil, count: 0)
+    /// The client's command topic when its fleet answers requests, else empty.
+    let commandTopic: [UInt8]
+    /// Global ids of the client's own streams, and which of them are request streams (by stream index).
+    let ownStreams: Range<UInt32>
+    let isRequestStream: [Bool]
 
     init(lane: Lane, client: Int) {
         self.lane = lane
         self.client = client
-        self.fleet = lane.clients[client].fleet
+        let fleet = lane.clients[client].fleet
+        self.fleet = fleet
+        let runtime = lane.fleets[fleet]
+        commandTopic = runtime.commandTopics.isEmpty ? [] : runtime.commandTopics[lane.clients[client].indexInFleet].utf8
+        if runtime.hasRequestStreams {
+            let first = UInt32(runtime.firstStream + lane.clients[client].indexInFleet * runtime.configuration.streams.count)
+            ownStreams = first..<(first + UInt32(runtime.configuration.streams.count))
+            isRequestStream = runtime.isRequestStream
+        } else {
+            ownStreams = 0..<0
+            isRequestStream = []
+        }
         self.subscriberKey = UInt64(lane.clients[client].globalIndex) << 32
     }
 
@@ -71,6 +90,10 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     ) {
         let now = lane.now
         lane.metrics.fleets[fleet].counters.received[QoSLevel(message.qos)] += 1
+        if !commandTopic.isEmpty, topic.elementsEqual(commandTopic) {
+            lane.queueReply(payload: payload, properties: properties)
+            return
+        }
         guard let header = try? EndToEndHeader.read(from: payload) else {
             lane.metrics.fleets[fleet].foreignMessages += 1
             return
@@ -79,6 +102,15 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         let sentAt = payload[0] == EndToEndHeader.magic
             ? EndToEndPayload.sentTime(in: payload) ?? header.intendedTime : header.intendedTime
         lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
+        if ownStreams.contains(header.streamID), isRequestStream[Int(header.streamID - ownStreams.lowerBound)] {
+            // A reply to one of this client's requests: the payload echoes the request's header.
+            lane.metrics.fleets[fleet].latency.record(.requestResponse, intendedAt: header.intendedTime, sentAt: sentAt,
+                                                      completedAt: now)
+            lane.metrics.fleets[fleet].responsesReceived += 1
+            return
+        }
+        // Someone else's request or reply (3.1.1 reply filters catch every requester's replies): no accounting.
+        if Int(header.streamID) < lane.streamTracked.count, !lane.streamTracked[Int(header.streamID)] { return }
         let key = subscriberKey | UInt64(header.streamID)
         let stream: Int
         if let known = lane.metrics.deliveryKeys[key] {
@@ -92,6 +124,13 @@ struct LaneSessionSink: MQTTSessionEventHandler {
 
     /// Applies what the events asked for. Returns false when the connection was closed.
     mutating func finish() -> Bool {
+        if !lane.pendingReplies.isEmpty {
+            if refused == nil && closeReason == nil {
+                lane.sendReplies(client)
+            } else {
+                lane.dropReplies(client)
+            }
+        }
         if let refused {
             lane.metrics.fleets[fleet].counters.recordConnectFailure(.connackRefused(code: refused.rawValue))
             lane.pacers[lane.clients[client].fleet].finished()

@@ -10,15 +10,38 @@ final class FleetRuntime: @unchecked Sendable {
     let firstStream: Int
     /// UTF-8 of each `.text` stream's payload (empty for the other kinds), one array shared by every client.
     let texts: [[UInt8]]
+    /// Per stream index: whether it is a request stream (its replies come back to the requester).
+    let isRequestStream: [Bool]
+    let hasRequestStreams: Bool
+    /// Responder fleets: each client's command topic and 3.1.1 reply topic (empty arrays otherwise).
+    let commandTopics: [MQTTTopicName]
+    let replyTopics: [MQTTTopicName]
     var streamCount: Int { configuration.count * configuration.streams.count }
 
-    init(index: Int, configuration: EngineFleet, firstStream: Int) {
+    init(index: Int, configuration: EngineFleet, firstStream: Int) throws {
         self.index = index
         self.configuration = configuration
         self.firstStream = firstStream
         texts = configuration.streams.map { stream in
             if case .text(let text) = stream.payload { return Array(text.utf8) }
             return []
+        }
+        isRequestStream = configuration.streams.map { $0.request != nil }
+        hasRequestStreams = isRequestStream.contains(true)
+        if let responder = configuration.responder {
+            var commands: [MQTTTopicName] = []
+            var replies: [MQTTTopicName] = []
+            commands.reserveCapacity(configuration.count)
+            for client in 0..<configuration.count {
+                let clientID = configuration.clientID(client)
+                commands.append(try MQTTTopicName(responder.commandTopic(client, clientID)))
+                if let replyTopic = responder.replyTopic { replies.append(try MQTTTopicName(replyTopic(client, clientID))) }
+            }
+            commandTopics = commands
+            replyTopics = replies
+        } else {
+            commandTopics = []
+            replyTopics = []
         }
     }
 }
@@ -44,6 +67,15 @@ enum StreamPayload {
     case template(PayloadTemplate, clientID: [UInt8])
 }
 
+/// Where a request stream's messages go, and the 5.0 properties every request of the stream carries.
+struct RequestState {
+    let targetFleet: Int
+    let targetCount: Int
+    let random: Bool
+    /// Response Topic and Correlation Data (the stream id), encoded once; empty before 5.0.
+    let properties: MQTTEncodedProperties
+}
+
 /// One publishing stream of one client.
 struct StreamState {
     let topic: MQTTTopicName
@@ -57,6 +89,8 @@ struct StreamState {
     var sequenceBase: UInt64 = 0
     /// A message the in-flight window refused; sent first when the window opens.
     var pending: ScheduledSend?
+    /// Set for request streams.
+    var request: RequestState? = nil
 }
 
 /// One simulated MQTT client, owned by its lane.
