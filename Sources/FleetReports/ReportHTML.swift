@@ -118,7 +118,8 @@ public enum ReportHTML {
             receiveRate.append((point.t, Double(point.received) / span))
             previous = point.t
         }
-        let charts = [
+        let lastT = Swift.max(points.last?.t ?? 1, 1)
+        var charts = [
             LineChart(
                 title: "Connected clients", xLabel: "seconds since start", yLabel: "clients",
                 series: [ChartSeries(name: "connected", color: palette[0], points: points.map { ($0.t, Double($0.connected)) })]),
@@ -135,6 +136,10 @@ public enum ReportHTML {
                     ChartSeries(name: "p99", color: palette[1], points: points.map { ($0.t, $0.endToEndP99Ms) }),
                 ]),
         ]
+        for index in charts.indices {
+            charts[index].xRange = 0...lastT
+            charts[index].height = 220
+        }
         for chart in charts {
             html += "<figure><figcaption>\(HTML.escape(chart.title))</figcaption>\n\(chart.svg())\n</figure>\n"
         }
@@ -154,18 +159,24 @@ public enum ReportHTML {
             + "schedule intended the message to be sent (free of coordinated omission); the lighter rows measure "
             + "from the time it was actually sent.</p>\n"
         html += latencyTable(report.latency)
+        html += "<div class=\"grid2\">\n"
         for kind in kinds {
             let intended = report.latency.histogram(kind, from: .intended)
             let sent = report.latency.histogram(kind, from: .sent)
             var series: [ChartSeries] = []
             var highest = 2.0
-            for (name, histogram, color, dashed) in [
-                ("from intended send time", intended, palette[0], false), ("from actual send time", sent, palette[1], true),
-            ] where histogram.totalCount > 0 {
-                let (points, top) = percentileCurve(histogram)
+            if intended.totalCount > 0 {
+                let (points, top) = percentileCurve(intended)
                 highest = Swift.max(highest, top)
-                series.append(ChartSeries(name: intended.totalCount > 0 ? name : "measured", color: color,
-                                          points: points, dashed: dashed))
+                series.append(ChartSeries(name: "from intended send time", color: palette[0], points: points))
+            }
+            if sent.totalCount > 0 {
+                let (points, top) = percentileCurve(sent)
+                highest = Swift.max(highest, top)
+                let measuredOnly = intended.totalCount == 0
+                series.append(ChartSeries(
+                    name: measuredOnly ? "measured" : "from actual send time", color: palette[measuredOnly ? 0 : 1],
+                    points: points, dashed: !measuredOnly))
             }
             let decades = Int(highest.rounded(.up))
             // The 100 % point sits at the right edge: log10 of 1/(1-1) is infinite.
@@ -177,11 +188,11 @@ public enum ReportHTML {
             let chart = LineChart(
                 title: "\(kind.reportName) latency by percentile", xLabel: "percentile", yLabel: "ms",
                 series: series, xTicks: LineChart.percentileTicks(decades: decades),
-                xRange: 0...Double(decades), height: 230)
-            html += "<figure class=\"half\"><figcaption>\(HTML.escape(kind.reportName)) · percentile distribution</figcaption>\n"
+                xRange: 0...Double(decades), width: 520, height: 270)
+            html += "<figure><figcaption>\(HTML.escape(kind.reportName)) · percentile distribution</figcaption>\n"
                 + chart.svg() + "\n</figure>\n"
         }
-        return html + "</section>\n"
+        return html + "</div>\n</section>\n"
     }
 
     /// The percentile distribution as (log-percentile x, ms y) and the highest finite x.
@@ -439,12 +450,12 @@ public enum ReportHTML {
         table.kv { width: auto; min-width: 240px; }
         table.kv.wide { width: 100%; }
         table.kv th { font-weight: 500; color: var(--muted); white-space: nowrap; }
+        table.kv.wide th { width: 11em; }
         table.kv.wide td { text-align: left; word-break: break-all; }
         caption { text-align: left; font-weight: 600; padding: 4px 0; }
         .columns { display: flex; flex-wrap: wrap; gap: 8px 28px; align-items: flex-start; }
         figure { margin: 10px 0 16px; }
-        figure.half { display: inline-block; width: calc(50% - 8px); margin: 8px 0; vertical-align: top; }
-        figure.half:nth-of-type(odd) { margin-right: 12px; }
+        .grid2 { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 4px 24px; }
         figcaption { font-weight: 600; margin-bottom: 2px; }
         svg.chart { width: 100%; height: auto; display: block; }
         svg .grid { stroke: #e6e9ee; stroke-width: 1; }
@@ -459,7 +470,7 @@ public enum ReportHTML {
         .muted { color: var(--muted); }
         summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
         footer { margin-top: 30px; color: var(--muted); font-size: 12px; }
-        @media (max-width: 760px) { figure.half { width: 100%; margin-right: 0; } }
+        @media (max-width: 760px) { .grid2 { grid-template-columns: minmax(0, 1fr); } }
         @media print {
           @page { margin: 14mm; }
           body { background: #fff; font-size: 11px; }
@@ -468,7 +479,6 @@ public enum ReportHTML {
           tr.fail, thead th, .warning { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
           section, figure, table { break-inside: avoid; page-break-inside: avoid; }
           h2 { break-after: avoid; page-break-after: avoid; }
-          figure.half { width: calc(50% - 8px); }
           details > summary { list-style: none; }
           pre { font-size: 9px; max-height: none; }
         }

@@ -27,7 +27,8 @@ struct LineChart {
     var height = 250.0
 
     private let left = 70.0
-    private let right = 18.0
+    /// Room for the last x label, centred on the right edge.
+    private let right = 30.0
     private let top = 30.0
     private let bottom = 44.0
 
