@@ -39,6 +39,8 @@ struct RunCommand {
     var brokers: [String] = []
     var overrides: [String] = []
     var outputDirectory: String?
+    /// --duration: the run's total time; stages beyond it are cut, the one it falls in is shortened.
+    var duration: TimeSpan?
     var lanes = 0
     var quiet = false
 
@@ -57,7 +59,12 @@ struct RunCommand {
             case "-h", "--help": return nil
             case "--broker": command.brokers += try value(argument).split(separator: ",").map(String.init)
             case "--set": command.overrides.append(try value(argument))
-            case "--duration": command.overrides.append("duration=" + (try value(argument)))
+            case "--duration":
+                let text = try value(argument)
+                guard case .success(let duration) = TimeSpan.parse(text), duration.nanoseconds > 0 else {
+                    throw UsageError("--duration needs a duration such as 30s or 5m, got '\(text)'")
+                }
+                command.duration = duration
             case "--seed": command.overrides.append("seed=" + (try value(argument)))
             case "--out": command.outputDirectory = try value(argument)
             case "--lanes":
@@ -92,6 +99,7 @@ struct RunCommand {
             console.error(error.description)
             return .invalidScenario
         }
+        if let duration { scenario.trim(to: duration) }
         if !brokers.isEmpty {
             switch scenario.replacingBrokers(with: brokers) {
             case .success(let replaced): scenario = replaced
@@ -263,5 +271,20 @@ struct RunCommand {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return UInt64(usage.ru_maxrss) * 1024
+    }
+}
+
+extension Scenario {
+    /// Sets the total duration; stages past it are dropped, the one it ends in is shortened.
+    mutating func trim(to duration: TimeSpan) {
+        self.duration = duration
+        var elapsed: UInt64 = 0
+        var kept: [Stage] = []
+        for var stage in stages where elapsed < duration.nanoseconds {
+            stage.duration = TimeSpan(nanoseconds: min(stage.duration.nanoseconds, duration.nanoseconds - elapsed))
+            elapsed += stage.duration.nanoseconds
+            kept.append(stage)
+        }
+        stages = kept
     }
 }
