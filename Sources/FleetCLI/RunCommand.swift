@@ -24,6 +24,7 @@ struct RunCommand {
           --duration D            total run time, e.g. 30s or 5m (same as --set duration=D)
           --seed N                seed of every random choice (same as --set seed=N)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
+          --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core)
           --quiet                 print only the summary
           -h, --help              show this help
@@ -42,6 +43,7 @@ struct RunCommand {
     /// --duration: the run's total time; stages beyond it are cut, the one it falls in is shortened.
     var duration: TimeSpan?
     var lanes = 0
+    var scale: Double?
     var quiet = false
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
@@ -73,6 +75,12 @@ struct RunCommand {
                     throw UsageError("--lanes needs a whole number from 1 to 256, got '\(text)'")
                 }
                 command.lanes = lanes
+            case "--scale":
+                let text = try value(argument)
+                guard let scale = Double(text), scale > 0, scale <= 1000 else {
+                    throw UsageError("--scale needs a number above 0 (at most 1000), got '\(text)'")
+                }
+                command.scale = scale
             case "--quiet": command.quiet = true
             default:
                 if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for run") }
@@ -100,6 +108,11 @@ struct RunCommand {
             return .invalidScenario
         }
         if let duration { scenario.trim(to: duration) }
+        if let scale {
+            for index in scenario.fleets.indices {
+                scenario.fleets[index].count = max(1, Int((Double(scenario.fleets[index].count) * scale).rounded()))
+            }
+        }
         if !brokers.isEmpty {
             switch scenario.replacingBrokers(with: brokers) {
             case .success(let replaced): scenario = replaced
@@ -162,8 +175,12 @@ struct RunCommand {
         } ?? 0
         let publishDuration = scenario.duration.nanoseconds > rampTime + rampDuration
             ? scenario.duration.nanoseconds - rampTime - rampDuration : scenario.duration.nanoseconds
+        let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
         let runStart = MonotonicClock.now()
+        stages.start(engine: engine)
         let result = engine.run(duration: publishDuration, shouldStop: { control.stopRequested })
+        control.requestStopOfStages()
+        stages.wait()
         let elapsed = Double(MonotonicClock.now() - runStart) / 1e9
 
         // Results.

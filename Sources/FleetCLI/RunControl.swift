@@ -9,7 +9,14 @@ final class RunControl: Sendable {
     /// Kept alive for the process's lifetime; only written once, before any signal can arrive.
     nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
 
+    private let stagesOver = Atomic<Bool>(false)
+
+    /// A signal asked the run to stop.
     var stopRequested: Bool { requests.load(ordering: .relaxed) > 0 }
+    /// The run ended (or was asked to): the stage timeline stops too.
+    var stagesShouldStop: Bool { stopRequested || stagesOver.load(ordering: .relaxed) }
+
+    func requestStopOfStages() { stagesOver.store(true, ordering: .relaxed) }
 
     func requestStop() { requests.add(1, ordering: .relaxed) }
 
