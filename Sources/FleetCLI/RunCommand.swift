@@ -26,6 +26,8 @@ struct RunCommand {
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core)
+          --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
+                                  (e.g. 127.0.0.1:9464; loopback unless you name another address)
           --quiet                 print only the summary
           -h, --help              show this help
 
@@ -44,6 +46,7 @@ struct RunCommand {
     var duration: TimeSpan?
     var lanes = 0
     var scale: Double?
+    var metricsAddress: SocketAddress?
     var quiet = false
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
@@ -81,6 +84,12 @@ struct RunCommand {
                     throw UsageError("--scale needs a number above 0 (at most 1000), got '\(text)'")
                 }
                 command.scale = scale
+            case "--metrics-listen":
+                let text = try value(argument)
+                guard let address = try? SocketAddress.resolve(text).first else {
+                    throw UsageError("--metrics-listen needs host:port, e.g. 127.0.0.1:9464, got '\(text)'")
+                }
+                command.metricsAddress = address
             case "--quiet": command.quiet = true
             default:
                 if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for run") }
@@ -175,10 +184,37 @@ struct RunCommand {
         } ?? 0
         let publishDuration = scenario.duration.nanoseconds > rampTime + rampDuration
             ? scenario.duration.nanoseconds - rampTime - rampDuration : scenario.duration.nanoseconds
+        let live = LiveStatusBox()
+        live.update {
+            $0.totalSeconds = scenario.duration.seconds
+            $0.targetClients = scenario.fleets.reduce(0) { $0 + $1.count }
+        }
+        var metricsServer: MiniHTTPServer?
+        if let metricsAddress {
+            let name = scenario.name
+            do {
+                metricsServer = try MiniHTTPServer(address: metricsAddress) { method, path in
+                    guard method == "GET" else { return .init(status: 405, body: "only GET\n") }
+                    guard path == "/metrics" || path.hasPrefix("/metrics?") else {
+                        return .init(status: 404, body: "metrics are at /metrics\n")
+                    }
+                    return .init(contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                 body: PrometheusText.render(live.current, scenario: name))
+                }
+                if !quiet { console.print("metrics: http://\(metricsServer!.address)/metrics") }
+            } catch {
+                console.error("fleetbench: cannot listen for metrics on \(metricsAddress): \(error)")
+                return .usage
+            }
+        }
+        defer { metricsServer?.stop() }
         let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
         let runStart = MonotonicClock.now()
         stages.start(engine: engine)
-        let result = engine.run(duration: publishDuration, shouldStop: { control.stopRequested })
+        let result = engine.run(duration: publishDuration, shouldStop: {
+            live.update { $0.elapsedSeconds = Double(MonotonicClock.now() &- runStart) / 1e9 }
+            return control.stopRequested
+        })
         control.requestStopOfStages()
         stages.wait()
         let elapsed = Double(MonotonicClock.now() - runStart) / 1e9
