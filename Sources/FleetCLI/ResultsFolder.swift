@@ -1,9 +1,9 @@
 import FleetReports
 import Foundation
 
-/// Writes a run's results folder. Until the full report writer lands this writes what exists.
+/// Writes a run's results folder: report.json, report.html, junit.xml, latency.hlog.
 enum ResultsFolder {
     static func write(_ report: RunReport, to directory: String) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try ReportWriter.write(report, to: directory)
     }
 }

@@ -208,13 +208,26 @@ struct RunCommand {
             }
         }
         defer { metricsServer?.stop() }
+        let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
+                                       targetClients: scenario.fleets.reduce(0) { $0 + $1.count })
+        engine.onSnapshot = { snapshot in
+            live.update { status in
+                status.elapsedSeconds = snapshot.t
+                status.connected = snapshot.connected
+                status.counters = snapshot.counters
+                let seconds = max(Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9, 0.001)
+                status.publishedPerSecond = Double(snapshot.published) / seconds
+                status.receivedPerSecond = Double(snapshot.received) / seconds
+                status.endToEndP50Ms = snapshot.endToEndP50Milliseconds
+                status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
+            }
+            progress.show(live.current)
+        }
         let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
         let runStart = MonotonicClock.now()
         stages.start(engine: engine)
-        let result = engine.run(duration: publishDuration, shouldStop: {
-            live.update { $0.elapsedSeconds = Double(MonotonicClock.now() &- runStart) / 1e9 }
-            return control.stopRequested
-        })
+        let result = engine.run(duration: publishDuration, shouldStop: { control.stopRequested })
+        progress.finish()
         control.requestStopOfStages()
         stages.wait()
         let elapsed = Double(MonotonicClock.now() - runStart) / 1e9
@@ -226,6 +239,22 @@ struct RunCommand {
         report.delivery = DeliveryByQoS(result.delivery)
         report.latency = result.latency
         report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
+        report.timeline = result.timeline.map { snapshot in
+            TimelinePoint(
+                t: snapshot.t, connected: UInt64(max(snapshot.connected, 0)), published: snapshot.published,
+                received: snapshot.received, endToEndP50Ms: snapshot.endToEndP50Milliseconds,
+                endToEndP99Ms: snapshot.endToEndP99Milliseconds, ackTimeouts: snapshot.ackTimeouts)
+        }
+        report.latencyIntervals = result.intervals.map { ReportLatencyInterval($0, runStart: result.origin) }
+        if scenario.fleets.count > 1 {
+            report.fleets = scenario.fleets.compactMap { fleet in
+                guard let fleetResult = result.fleets[fleet.name] else { return nil }
+                return FleetReport(
+                    name: fleet.name, clients: fleet.count, counters: fleetResult.counters,
+                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery),
+                    latency: fleetResult.latency)
+            }
+        }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,

@@ -136,7 +136,7 @@ enum ScenarioMapping {
                                       payload: heartbeat.payload, behind: .drop, limit: nil, fleet: name))
             }
             let ramp = ramps[fleet.name]
-            fleets.append(EngineFleet(
+            var engineFleet = EngineFleet(
                 name: name, count: fleet.count,
                 clientID: { index in clientPattern.render(index: index, fleet: name) },
                 session: settings,
@@ -152,7 +152,9 @@ enum ScenarioMapping {
                 },
                 streams: streams, reconnect: reconnect(fleet.reconnect),
                 connectRate: ramp?.rate ?? fleet.connectRate,
-                maxConnectsInFlight: fleet.maxConnectsInFlight))
+                maxConnectsInFlight: fleet.maxConnectsInFlight)
+            engineFleet.startOffset = ramp?.offset ?? 0
+            fleets.append(engineFleet)
         }
         return EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes, seed: seed)
     }

@@ -55,6 +55,12 @@ struct RunEndToEndTests {
                        error: String(decoding: errorData, as: UTF8.self))
     }
 
+    /// report.json of a results folder, parsed.
+    static func report(in directory: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/report.json"))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
     static func temporaryDirectory(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("fleetbench-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
     }
@@ -67,7 +73,10 @@ struct RunEndToEndTests {
         #expect(outcome.status == 0, "\(outcome.error)")
         #expect(outcome.output.contains("quickstart: PASSED after "))
         #expect(outcome.output.contains("threshold     pass  delivery.qos1.lost == 0  (observed 0)"))
-        #expect(FileManager.default.fileExists(atPath: out))
+        let report = try Self.report(in: out)
+        #expect(report["schema"] as? String == "fleetbench.report/1")
+        #expect(report["passed"] as? Bool == true)
+        #expect(report["broker_embedded"] as? Bool == true)
     }
 
     @Test("failed thresholds exit 99")
@@ -94,7 +103,9 @@ struct RunEndToEndTests {
         #expect(outcome.status == 1)
         #expect(outcome.error.contains("fleetbench: no client could connect to mqtt://127.0.0.1:1 (refused 11)"))
         #expect(outcome.output.contains("connections   attempted 11, succeeded 0, failed 11, reconnects 0, peak 0"))
-        #expect(FileManager.default.fileExists(atPath: out))
+        let report = try Self.report(in: out)
+        #expect(report["passed"] as? Bool == false)
+        #expect((report["connections"] as? [String: Any])?["failed_by_reason"] as? [String: Int] == ["refused": 11])
     }
 
     @Test("Ctrl-C stops the run cleanly, writes its results marked interrupted, and exits 1")
@@ -107,7 +118,12 @@ struct RunEndToEndTests {
         #expect(outcome.error.contains("fleetbench: stopping (DISCONNECT, then results are written)"))
         #expect(outcome.output.contains("quickstart: INTERRUPTED after "))
         #expect(outcome.output.contains("connections   attempted 11, succeeded 11, failed 0"))
-        #expect(FileManager.default.fileExists(atPath: out))
+        let report = try Self.report(in: out)
+        #expect((report["run"] as? [String: Any])?["interrupted"] as? Bool == true)
+        #expect(report["passed"] as? Bool == false)
+        for file in ["report.html", "junit.xml", "latency.hlog"] {
+            #expect(FileManager.default.fileExists(atPath: out + "/" + file), "\(file) missing")
+        }
     }
 
     @Test("a missing scenario file exits 65 and says so")
