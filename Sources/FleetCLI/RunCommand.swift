@@ -259,6 +259,9 @@ struct RunCommand {
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
             abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages)
+        report.generator.saturationReasons = Self.saturation(
+            result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
+        report.generator.saturated = !report.generator.saturationReasons.isEmpty
         let metrics = RunMetrics(result: result, publishSeconds: Double(publishDuration) / 1e9)
         report.thresholds = scenario.thresholds.map { threshold in
             let outcome = threshold.evaluate(metrics.value)
@@ -289,6 +292,27 @@ struct RunCommand {
     }
 
     // MARK: Helpers
+
+    /// Schedule lag p99 above this means the generator could not keep its own schedule.
+    static let saturationLagMicroseconds: UInt64 = 10_000
+    /// CPU use above this share of the lanes' cores means the generator itself was the bottleneck.
+    static let saturationCPUShare = 0.9
+
+    /// Why the generator, rather than the broker, may have limited the run (empty: it did not).
+    static func saturation(result: EngineResult, cpuSeconds: Double, elapsed: Double, lanes: Int) -> [String] {
+        var reasons: [String] = []
+        let lag = result.latency.histogram(.scheduleLag, from: .intended)
+        if lag.totalCount > 0, lag.valueAtPercentile(99) > saturationLagMicroseconds {
+            reasons.append(String(format: "schedule lag p99 %.1f ms is above %.0f ms: messages left later than planned",
+                                  Double(lag.valueAtPercentile(99)) / 1000, Double(saturationLagMicroseconds) / 1000))
+        }
+        let cores = Double(min(lanes, ProcessInfo.processInfo.activeProcessorCount))
+        if elapsed > 0, cores > 0, cpuSeconds / (elapsed * cores) > saturationCPUShare {
+            reasons.append(String(format: "fleetbench used %.0f %% of %.0f cores (bound %.0f %%)",
+                                  cpuSeconds / (elapsed * cores) * 100, cores, saturationCPUShare * 100))
+        }
+        return reasons
+    }
 
     static func addresses(embedded: MosquittoBroker?, scenario: Scenario) throws -> [SocketAddress] {
         if let embedded { return [try SocketAddress(ipAddress: "127.0.0.1", port: embedded.port)] }
