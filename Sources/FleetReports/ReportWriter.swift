@@ -21,10 +21,18 @@ public enum ReportWriter {
     @discardableResult
     public static func rerender(directory: String) throws(ReportError) -> RunReport {
         let report = try RunReport.load(path: path(directory, jsonName))
-        try writeFile(ReportHTML.render(report), to: path(directory, htmlName))
-        try writeFile(JUnitReport.render(report), to: path(directory, junitName))
+        try rerender(report, directory: directory)
         return report
     }
+
+    /// Writes report.html and junit.xml of an already read report into `directory`.
+    public static func rerender(_ report: RunReport, directory: String) throws(ReportError) {
+        try writeFile(ReportHTML.render(report), to: path(directory, htmlName))
+        try writeFile(JUnitReport.render(report), to: path(directory, junitName))
+    }
+
+    /// `directory/name` (no doubled slash).
+    public static func path(in directory: String, _ name: String) -> String { path(directory, name) }
 
     /// latency.hlog: for every interval, one line per latency kind with samples, tagged with the kind's report
     /// name (`end_to_end`); kinds measured from the intended send time get a second line with the actual-send
