@@ -470,14 +470,15 @@ public enum ReportHTML {
         .muted { color: var(--muted); }
         summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
         footer { margin-top: 30px; color: var(--muted); font-size: 12px; }
-        @media (max-width: 760px) { .grid2 { grid-template-columns: minmax(0, 1fr); } }
+        @media screen and (max-width: 760px) { .grid2 { grid-template-columns: minmax(0, 1fr); } }
         @media print {
           @page { margin: 14mm; }
           body { background: #fff; font-size: 11px; }
           main { max-width: none; padding: 0; }
           .verdict { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
           tr.fail, thead th, .warning { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
-          section, figure, table { break-inside: avoid; page-break-inside: avoid; }
+          figure, table, .columns, .verdict, .figures { break-inside: avoid; page-break-inside: avoid; }
+          .grid2 { grid-template-columns: repeat(2, minmax(0, 1fr)); }
           h2 { break-after: avoid; page-break-after: avoid; }
           details > summary { list-style: none; }
           pre { font-size: 9px; max-height: none; }
