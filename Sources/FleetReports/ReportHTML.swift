@@ -105,7 +105,7 @@ public enum ReportHTML {
 
     static func timeline(_ report: RunReport) -> String {
         var html = "<section id=\"timeline\">\n<h2>Over time</h2>\n"
-        let points = report.timeline
+        let points = downsampled(report.timeline, to: maximumChartPoints)
         guard !points.isEmpty else {
             return html + "<p class=\"muted\">No timeline was recorded for this run.</p>\n</section>\n"
         }
@@ -193,6 +193,33 @@ public enum ReportHTML {
                 + chart.svg() + "\n</figure>\n"
         }
         return html + "</div>\n</section>\n"
+    }
+
+    /// Timeline charts draw at most this many points, so a day-long soak still makes a small page.
+    static let maximumChartPoints = 1200
+
+    /// Merges runs of consecutive seconds so at most `limit` points remain: counts are summed (rates stay exact
+    /// over the merged span), `connected` is the last value, p50 the mean of the medians and p99 the worst p99
+    /// (a spike must stay visible).
+    static func downsampled(_ points: [TimelinePoint], to limit: Int) -> [TimelinePoint] {
+        guard points.count > limit, limit > 0 else { return points }
+        let group = (points.count + limit - 1) / limit
+        var result: [TimelinePoint] = []
+        result.reserveCapacity(limit)
+        var start = 0
+        while start < points.count {
+            let slice = points[start..<Swift.min(start + group, points.count)]
+            let last = slice[slice.endIndex - 1]
+            let medians = slice.compactMap(\.endToEndP50Ms)
+            result.append(TimelinePoint(
+                t: last.t, connected: last.connected, published: slice.reduce(0) { $0 &+ $1.published },
+                received: slice.reduce(0) { $0 &+ $1.received },
+                endToEndP50Ms: medians.isEmpty ? nil : medians.reduce(0, +) / Double(medians.count),
+                endToEndP99Ms: slice.compactMap(\.endToEndP99Ms).max(),
+                ackTimeouts: slice.reduce(0) { $0 &+ $1.ackTimeouts }))
+            start += group
+        }
+        return result
     }
 
     /// The percentile distribution as (log-percentile x, ms y) and the highest finite x.

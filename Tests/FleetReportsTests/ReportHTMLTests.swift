@@ -63,6 +63,31 @@ struct ReportHTMLTests {
         #expect(latencyChart.components(separatedBy: "<polyline").count - 1 == 0)
     }
 
+    @Test("a long timeline is merged for the charts: sums kept, the worst p99 kept")
+    func downsampling() {
+        let points = (1...10).map { second in
+            TimelinePoint(t: Double(second), connected: UInt64(second), published: 10, received: 9,
+                          endToEndP50Ms: Double(second), endToEndP99Ms: second == 4 ? 50 : 5, ackTimeouts: 1)
+        }
+        let merged = ReportHTML.downsampled(points, to: 4)
+        #expect(merged == [
+            TimelinePoint(t: 3, connected: 3, published: 30, received: 27, endToEndP50Ms: 2, endToEndP99Ms: 5, ackTimeouts: 3),
+            TimelinePoint(t: 6, connected: 6, published: 30, received: 27, endToEndP50Ms: 5, endToEndP99Ms: 50, ackTimeouts: 3),
+            TimelinePoint(t: 9, connected: 9, published: 30, received: 27, endToEndP50Ms: 8, endToEndP99Ms: 5, ackTimeouts: 3),
+            TimelinePoint(t: 10, connected: 10, published: 10, received: 9, endToEndP50Ms: 10, endToEndP99Ms: 5, ackTimeouts: 1),
+        ])
+        #expect(ReportHTML.downsampled(points, to: 10) == points)
+    }
+
+    @Test("a day-long timeline keeps the page small")
+    func dayLongTimeline() {
+        var report = SampleReports.make()
+        report.timeline = (1...86_400).map {
+            TimelinePoint(t: Double($0), connected: 1000, published: 1000, received: 1000, endToEndP50Ms: 1, endToEndP99Ms: 2)
+        }
+        #expect(ReportHTML.render(report).utf8.count < 400_000)
+    }
+
     @Test("without a timeline the section says so")
     func noTimeline() {
         var report = SampleReports.make()

@@ -77,4 +77,45 @@ struct ReportWriterTests {
         #expect(log.merged(tag: "end_to_end").totalCount == 1000)
         #expect(log.merged(tag: "end_to_end_from_sent").totalCount == 500)
     }
+
+    @Test("the reference HdrHistogram reads latency.hlog and the hdr payloads of report.json, with the same figures")
+    func referenceReadsOutputs() throws {
+        var report = SampleReports.make()
+        report.latencyIntervals = []
+        let directory = try SampleReports.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try ReportWriter.write(report, to: directory)
+        let script = """
+            import sys, json
+            from hdrh.histogram import HdrHistogram
+            from hdrh.log import HistogramLogReader
+            reader = HistogramLogReader(sys.argv[1] + "/latency.hlog", HdrHistogram(1, 3600000000, 3))
+            log = []
+            while True:
+                h = reader.get_next_interval_histogram()
+                if h is None:
+                    break
+                log.append([h.get_tag(), h.get_total_count(), h.get_value_at_percentile(99), h.get_max_value()])
+            with open(sys.argv[1] + "/report.json") as f:
+                latency = json.load(f)["latency_ms"]
+            payloads = {}
+            for kind, entry in latency.items():
+                h = HdrHistogram.decode(entry["hdr"])
+                payloads[kind] = [h.get_total_count(), h.get_value_at_percentile(99), h.get_max_value()]
+            print(json.dumps({"log": log, "payloads": payloads}))
+            """
+        guard let output = ReferenceImplementation.runPython(script, arguments: [directory]) else { return }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        let log = try #require(json["log"] as? [[Any]])
+        #expect(log.map { $0[0] as? String } == [
+            "tcp_connect", "puback", "end_to_end", "end_to_end_from_sent", "schedule_lag",
+        ])
+        #expect(log.map { $0[1] as? Int } == [3, 3, 1000, 500, 11])
+        #expect(log.map { $0[2] as? Int } == [300, 2000, 990, 495, 20])
+        let payloads = try #require(json["payloads"] as? [String: [Int]])
+        #expect(payloads == [
+            "tcp_connect": [3, 300, 300], "puback": [3, 2000, 2000], "end_to_end": [1000, 990, 1000],
+            "schedule_lag": [11, 20, 20],
+        ])
+    }
 }
