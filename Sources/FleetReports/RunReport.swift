@@ -330,6 +330,26 @@ public struct TimelinePoint: Equatable, Sendable {
     }
 }
 
+extension TimelinePoint {
+    /// Turns points whose `published`, `received` and `ackTimeouts` are running totals since the start of the run
+    /// (as the engine's once-a-second snapshots carry them) into the per-second counts report.json holds. A total
+    /// that goes down (it should not) gives 0 for that second rather than wrapping.
+    public static func differenced(_ cumulative: [TimelinePoint]) -> [TimelinePoint] {
+        var previous = TimelinePoint(t: 0, connected: 0, published: 0, received: 0)
+        var result: [TimelinePoint] = []
+        result.reserveCapacity(cumulative.count)
+        for point in cumulative {
+            var second = point
+            second.published = point.published >= previous.published ? point.published - previous.published : 0
+            second.received = point.received >= previous.received ? point.received - previous.received : 0
+            second.ackTimeouts = point.ackTimeouts >= previous.ackTimeouts ? point.ackTimeouts - previous.ackTimeouts : 0
+            result.append(second)
+            previous = point
+        }
+        return result
+    }
+}
+
 /// One interval of latency.hlog.
 public struct ReportLatencyInterval: Sendable {
     /// Seconds since the run's start (`RunInfo.startedAt`).

@@ -88,4 +88,18 @@ struct RunReportReadingTests {
     func notJSON() {
         #expect(throws: ReportError.self) { try RunReport.parse(text: "{\"schema\": ", file: "x.json") }
     }
+
+    @Test("running totals of the engine's snapshots become per-second counts")
+    func differencedTimeline() {
+        let cumulative = [
+            TimelinePoint(t: 1, connected: 11, published: 2, received: 2, endToEndP99Ms: 1.2, ackTimeouts: 0),
+            TimelinePoint(t: 2, connected: 11, published: 22, received: 21, endToEndP99Ms: 1.3, ackTimeouts: 1),
+            TimelinePoint(t: 2.9, connected: 0, published: 40, received: 40, ackTimeouts: 1),
+        ]
+        #expect(TimelinePoint.differenced(cumulative) == [
+            TimelinePoint(t: 1, connected: 11, published: 2, received: 2, endToEndP99Ms: 1.2, ackTimeouts: 0),
+            TimelinePoint(t: 2, connected: 11, published: 20, received: 19, endToEndP99Ms: 1.3, ackTimeouts: 1),
+            TimelinePoint(t: 2.9, connected: 0, published: 18, received: 19, ackTimeouts: 0),
+        ])
+    }
 }
