@@ -40,7 +40,7 @@ extension RunReport {
 
     /// Builds a report from a parsed report.json tree. `latencyIntervals` stay empty (they live in latency.hlog).
     public init(json root: JSONValue) throws(ReportError) {
-        let top = try JSONField(root, path: "")
+        let top = JSONField(root, path: "")
         let schema = try top.string("schema")
         guard schema == Self.schema else {
             throw ReportError("schema: expected \"\(Self.schema)\", found \"\(schema)\"")
@@ -218,7 +218,7 @@ struct JSONField {
     let value: JSONValue
     let path: String
 
-    init(_ value: JSONValue, path: String) throws(ReportError) {
+    init(_ value: JSONValue, path: String) {
         self.value = value
         self.path = path
     }
@@ -252,13 +252,13 @@ struct JSONField {
     func object(_ key: String) throws(ReportError) -> JSONField {
         let child = try required(key)
         guard case .object = child else { throw mismatch(key, "an object", child) }
-        return try JSONField(child, path: childPath(key))
+        return JSONField(child, path: childPath(key))
     }
 
     func optionalObject(_ key: String) throws(ReportError) -> JSONField? {
         guard let child = value[key], child != .null else { return nil }
         guard case .object = child else { throw mismatch(key, "an object", child) }
-        return try JSONField(child, path: childPath(key))
+        return JSONField(child, path: childPath(key))
     }
 
     func array(_ key: String) throws(ReportError) -> [JSONField] {
@@ -266,7 +266,7 @@ struct JSONField {
         guard case .array(let elements) = child else { throw mismatch(key, "an array", child) }
         var fields: [JSONField] = []
         for (index, element) in elements.enumerated() {
-            fields.append(try JSONField(element, path: "\(childPath(key))[\(index)]"))
+            fields.append(JSONField(element, path: "\(childPath(key))[\(index)]"))
         }
         return fields
     }
