@@ -215,9 +215,12 @@ struct RunCommand {
                 status.elapsedSeconds = snapshot.t
                 status.connected = snapshot.connected
                 status.counters = snapshot.counters
+                // Snapshots carry running totals: the rate is the change since the previous one.
                 let seconds = max(Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9, 0.001)
-                status.publishedPerSecond = Double(snapshot.published) / seconds
-                status.receivedPerSecond = Double(snapshot.received) / seconds
+                status.publishedPerSecond = Double(snapshot.published &- status.lastPublished) / seconds
+                status.receivedPerSecond = Double(snapshot.received &- status.lastReceived) / seconds
+                status.lastPublished = snapshot.published
+                status.lastReceived = snapshot.received
                 status.endToEndP50Ms = snapshot.endToEndP50Milliseconds
                 status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
             }
@@ -239,12 +242,13 @@ struct RunCommand {
         report.delivery = DeliveryByQoS(result.delivery)
         report.latency = result.latency
         report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
-        report.timeline = result.timeline.map { snapshot in
+        // Engine snapshots carry running totals; the report's timeline holds each second's own counts.
+        report.timeline = TimelinePoint.differenced(result.timeline.map { snapshot in
             TimelinePoint(
                 t: snapshot.t, connected: UInt64(max(snapshot.connected, 0)), published: snapshot.published,
                 received: snapshot.received, endToEndP50Ms: snapshot.endToEndP50Milliseconds,
                 endToEndP99Ms: snapshot.endToEndP99Milliseconds, ackTimeouts: snapshot.ackTimeouts)
-        }
+        })
         report.latencyIntervals = result.intervals.map { ReportLatencyInterval($0, runStart: result.origin) }
         if scenario.fleets.count > 1 {
             report.fleets = scenario.fleets.compactMap { fleet in
