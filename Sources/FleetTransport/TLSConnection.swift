@@ -175,8 +175,18 @@ public final class TLSConnection {
         _ scratchCount: Int, _ deliver: (UnsafeRawBufferPointer) -> Void
     ) throws(TLSError) -> ReadStatus {
         let capacity = Int32(clamping: scratchCount)
+        // One window for the whole loop: each SSL_read takes on from where the previous one stopped.
+        return try withIOWindow(ciphertext, outbound) { () throws(TLSError) -> ReadStatus in
+            try readUntilInputUsed(outbound, scratch, capacity, deliver)
+        }
+    }
+
+    private func readUntilInputUsed(
+        _ outbound: OutboundBuffer, _ scratch: UnsafeMutableRawPointer, _ capacity: Int32,
+        _ deliver: (UnsafeRawBufferPointer) -> Void
+    ) throws(TLSError) -> ReadStatus {
         while true {
-            let count = withIOWindow(ciphertext, outbound) { SSL_read(ssl, scratch, capacity) }
+            let count = SSL_read(ssl, scratch, capacity)
             if count > 0 {
                 deliver(UnsafeRawBufferPointer(start: scratch, count: Int(count)))
                 continue
@@ -231,14 +241,14 @@ public final class TLSConnection {
     // MARK: - Internals
 
     @inline(__always)
-    private func withIOWindow<Result>(
-        _ ciphertext: UnsafeRawBufferPointer, _ outbound: OutboundBuffer, _ body: () -> Result
-    ) -> Result {
+    private func withIOWindow<Result, Failure: Error>(
+        _ ciphertext: UnsafeRawBufferPointer, _ outbound: OutboundBuffer, _ body: () throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         input = ciphertext.baseAddress
         inputRemaining = ciphertext.baseAddress == nil ? 0 : ciphertext.count
         output = outbound
         defer { output = nil }
-        return body()
+        return try body()
     }
 
     /// After the handshake finished: whatever the BIO did not hand to OpenSSL yet waits for `decrypt`.
