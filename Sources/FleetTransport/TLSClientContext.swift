@@ -16,12 +16,9 @@ public final class TLSClientContext: @unchecked Sendable {
             throw TLSError(.configuration, "cannot create SSL_CTX: \(TLSErrorQueue.drainedReason())")
         }
         context = made
-        do {
-            try configure()
-        } catch {
-            SSL_CTX_free(made)
-            throw error
-        }
+        // On a throw here every stored property is set, so deinit runs and frees the SSL_CTX (freeing it here
+        // as well would be a double free).
+        try configure()
     }
 
     deinit { SSL_CTX_free(context) }

@@ -60,11 +60,8 @@ public final class TLSConnection {
         // SSL_free frees the BIO; the BIO holds an unretained pointer back, valid for exactly that lifetime.
         SSL_set_bio(made, bio, bio)
         BIO_set_data(bio, Unmanaged.passUnretained(self).toOpaque())
-        do {
-            try configure(clientCertificate: clientCertificate)
-        } catch {
-            throw error  // deinit frees the SSL
-        }
+        // On a throw every stored property is set, so deinit runs and frees the SSL (and with it the BIO).
+        try configure(clientCertificate: clientCertificate)
     }
 
     deinit { SSL_free(ssl) }
