@@ -15,6 +15,10 @@ final class LayeredTestClient {
     private var scratch = [UInt8](repeating: 0, count: 16_384)
     /// Bytes below WebSocket that arrived together with the upgrade response.
     private var pendingStream: [UInt8] = []
+    /// Hand TLS one ciphertext byte per call (handshake and decrypt), to prove records may arrive in any split.
+    var feedCiphertextByteByByte = false
+    /// Ciphertext read with the last handshake flight but fed after it (only when feeding byte by byte).
+    private var pendingCiphertext: [UInt8] = []
 
     struct EndOfStream: Error, CustomStringConvertible {
         var description: String { "the broker closed the connection" }
@@ -37,11 +41,12 @@ final class LayeredTestClient {
     static func connect(
         port: UInt16, tls context: TLSClientContext? = nil, serverName: String = "127.0.0.1",
         clientCertificate: TLSClientCertificate? = nil, websocketPath: String? = nil,
-        subprotocols: [String] = ["mqtt"], maskSeed: UInt64 = 42
+        subprotocols: [String] = ["mqtt"], maskSeed: UInt64 = 42, feedCiphertextByteByByte: Bool = false
     ) throws -> LayeredTestClient {
         let socket = try connectThroughEpoll(to: SocketAddress(ipAddress: "127.0.0.1", port: port))
         let tls = try context?.makeConnection(serverName: serverName, clientCertificate: clientCertificate)
         let client = LayeredTestClient(socket: socket, tls: tls)
+        client.feedCiphertextByteByByte = feedCiphertextByteByByte
         if let tls { try client.handshake(tls) }
         if let websocketPath {
             try client.upgrade(port: port, path: websocketPath, subprotocols: subprotocols, maskSeed: maskSeed)
@@ -52,7 +57,16 @@ final class LayeredTestClient {
     private func handshake(_ tls: TLSConnection) throws {
         var input: [UInt8] = []
         while true {
-            let status = tls.handshake(input: input, outbound: outbound)
+            var status = tls.handshake(input: feedCiphertextByteByByte ? [] : input, outbound: outbound)
+            if feedCiphertextByteByByte {
+                for (index, byte) in input.enumerated() {
+                    status = tls.handshake(input: [byte], outbound: outbound)
+                    if status == .done {
+                        pendingCiphertext = Array(input[(index + 1)...])
+                        break
+                    }
+                }
+            }
             try flush()
             switch status {
             case .done: return
@@ -157,12 +171,22 @@ final class LayeredTestClient {
     /// One read of bytes below WebSocket (decrypted when TLS is on); nil at end of stream.
     func readStream() throws -> [UInt8]? {
         while true {
-            guard let ciphertext = try readSocket() else { return nil }
+            var ciphertext: [UInt8]
+            if !pendingCiphertext.isEmpty {
+                ciphertext = pendingCiphertext
+                pendingCiphertext = []
+            } else {
+                guard let bytes = try readSocket() else { return nil }
+                ciphertext = bytes
+            }
             guard let tls else { return ciphertext }
             var plaintext: [UInt8] = []
-            let status = try scratch.withUnsafeMutableBytes { scratchBuffer in
-                try ciphertext.withUnsafeBytes { input in
-                    try tls.decrypt(input, outbound: outbound, scratch: scratchBuffer) { plaintext.append(contentsOf: $0) }
+            var status = TLSConnection.ReadStatus.open
+            for piece in feedCiphertextByteByByte ? ciphertext.map({ [$0] }) : [ciphertext] where status == .open {
+                status = try scratch.withUnsafeMutableBytes { scratchBuffer in
+                    try piece.withUnsafeBytes { input in
+                        try tls.decrypt(input, outbound: outbound, scratch: scratchBuffer) { plaintext.append(contentsOf: $0) }
+                    }
                 }
             }
             try flush()

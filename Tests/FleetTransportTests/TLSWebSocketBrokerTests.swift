@@ -54,6 +54,18 @@ struct TLSWebSocketBrokerTests {
         }
     }
 
+    @Test("TLS records fed one byte per call still complete the handshake and a QoS 1 round trip, on tls and wss",
+          arguments: [BrokerTransport.tls, .wss])
+    func ciphertextByteByByte(transport: BrokerTransport) throws {
+        let (broker, certificates) = try startBroker(tlsWebSockets: transport == .wss)
+        let context = try TLSClientContext(configuration: .init(caFile: certificates.caFile))
+        let client = try LayeredTestClient.connect(
+            port: try port(of: broker, for: transport), tls: context,
+            websocketPath: transport.isWebSocket ? "/mqtt" : nil, feedCiphertextByteByByte: true)
+        let exchange = try client.mqttRoundTrip(clientID: "bytewise-\(transport.rawValue)", qos: 1)
+        #expect(exchange.received == exchange.expected)
+    }
+
     @Test("TLS 1.2 and TLS 1.3 are both negotiated when pinned", arguments: [TLSProtocolVersion.tls12, .tls13])
     func pinnedVersions(version: TLSProtocolVersion) throws {
         let (broker, certificates) = try startBroker()
