@@ -40,7 +40,8 @@ let package = Package(
         .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "CZlib"]),
         .target(
             name: "FleetCLI",
-            dependencies: ["FleetEngine", "FleetScenario", "FleetReports", "FleetMetrics", "FleetBroker"]),
+            dependencies: ["FleetEngine", "FleetScenario", "FleetReports", "FleetMetrics", "FleetBroker", "FleetJSON",
+                           "FleetTransport", "MQTTCodec", "MQTTSession", "COpenSSL"]),
         .executableTarget(name: "fleetbench", dependencies: ["FleetCLI"]),
         // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
         .target(name: "FleetBroker"),

@@ -56,6 +56,17 @@ public enum FleetCommandLine {
                 console.error("fleetbench validate: \(error.message)\n\n\(ValidateCommand.help)")
                 return .usage
             }
+        case "run":
+            do {
+                guard let command = try RunCommand.parse(rest) else {
+                    console.print(RunCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.error("fleetbench run: \(error.message)\n\n\(RunCommand.help)")
+                return .usage
+            }
         default:
             console.error("fleetbench: unknown command '\(first)'\n\n\(usage)")
             return .usage
@@ -68,6 +79,8 @@ public enum FleetCommandLine {
             console.print(usage)
         case "validate":
             console.print(ValidateCommand.help)
+        case "run":
+            console.print(RunCommand.help)
         default:
             console.error("fleetbench help: unknown command '\(command!)'\n\n\(usage)")
             return .usage

@@ -4,6 +4,7 @@ import FleetTransport
 import Glibc
 import MQTTCodec
 import MQTTSession
+import Synchronization
 
 /// Runs a fleet of simulated MQTT clients on a few lanes and returns what they measured.
 ///
@@ -20,6 +21,24 @@ public final class Engine: @unchecked Sendable {
     /// Filters of every subscriber, by global client index.
     let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
     private let readyGroup = DispatchGroup()
+    /// Merges the lanes' snapshots; `onSnapshot` is called on it.
+    let mergeQueue = DispatchQueue(label: "fleetbench.engine.merge")
+    private let readyLanes = ReadyTracker()
+    /// The running run's origin (0 before `run`), read by the fault calls.
+    let runOrigin = Mutex<UInt64>(0)
+    /// Called once a second, on the engine's merge queue, with the merged snapshot. Set it before `run`; it
+    /// must return quickly (copy what it needs, hand it to another queue).
+    public var onSnapshot: (@Sendable (EngineSnapshot) -> Void)?
+
+    struct ReadyState {
+        var count = 0
+        var allReadyAt: UInt64?
+    }
+
+    /// When the last lane reported every client ready (lanes report from their own queues).
+    final class ReadyTracker: Sendable {
+        let state = Mutex(ReadyState())
+    }
 
     public init(configuration: EngineConfiguration) throws {
         precondition(!configuration.brokers.isEmpty, "the engine needs at least one broker address")
@@ -77,18 +96,39 @@ public final class Engine: @unchecked Sendable {
 
     /// Connects everything, publishes for `duration` ns, drains and disconnects; blocks the calling thread
     /// (never call it from a lane). `shouldStop` is polled every 50 ms so a signal can end the run early.
+    /// With `waitForReady` the duration counts from the start barrier, otherwise from the run's start.
     public func run(duration: UInt64, shouldStop: @escaping @Sendable () -> Bool = { false }) -> EngineResult {
         let streamCount = streamTopics.count
+        var phases = EnginePhaseTimes()
+        let origin = MonotonicClock.now()
+        phases.connectStart = origin
+        let merger = SnapshotMerger(laneCount: lanes.count, fleetNames: fleets.map(\.configuration.name),
+                                    origin: origin, onSnapshot: onSnapshot)
+        let mergeQueue = self.mergeQueue
+        let readyLanes = self.readyLanes
+        let laneCount = lanes.count
         for lane in lanes {
             readyGroup.enter()
             let group = readyGroup
-            lane.onReady = { _ in group.leave() }
-            lane.start(publishedStreams: streamCount)
+            lane.onReady = { _ in
+                let now = MonotonicClock.now()
+                readyLanes.state.withLock { state in
+                    state.count += 1
+                    if state.count == laneCount { state.allReadyAt = now }
+                }
+                group.leave()
+            }
+            lane.onSnapshot = { snapshot in mergeQueue.async { merger.add(snapshot) } }
+            lane.start(publishedStreams: streamCount, origin: origin)
         }
-        let readyDeadline = MonotonicClock.now() &+ configuration.readyTimeout
-        while readyGroup.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
-            if shouldStop() || MonotonicClock.now() >= readyDeadline { break }
+        runOrigin.withLock { $0 = origin }
+        if configuration.waitForReady {
+            let readyDeadline = MonotonicClock.now() &+ configuration.readyTimeout
+            while readyGroup.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
+                if shouldStop() || MonotonicClock.now() >= readyDeadline { break }
+            }
         }
+        phases.publishStart = MonotonicClock.now()
         for lane in lanes {
             lane.queue.async {
                 lane.publishing = true
@@ -96,12 +136,25 @@ public final class Engine: @unchecked Sendable {
                 lane.turn()
             }
         }
-        let publishEnd = MonotonicClock.now() &+ duration
+        let publishEnd = (configuration.waitForReady ? phases.publishStart : origin) &+ duration
         while MonotonicClock.now() < publishEnd && !shouldStop() { usleep(50_000) }
         for lane in lanes { lane.queue.sync { lane.publishing = false } }
+        phases.publishEnd = MonotonicClock.now()
         drain()
-        for lane in lanes { lane.queue.sync { lane.stop() } }
-        return collect()
+        phases.drainEnd = MonotonicClock.now()
+        for lane in lanes {
+            lane.queue.sync {
+                lane.stop()
+                lane.emitDueSnapshots()
+                lane.emitSnapshot(end: lane.now, isFinal: true)
+                lane.onSnapshot = nil
+            }
+        }
+        phases.disconnectEnd = MonotonicClock.now()
+        phases.allReady = readyLanes.state.withLock { $0.allReadyAt }
+        // Every lane's snapshots were enqueued before its final one; this waits until all are merged.
+        mergeQueue.sync {}
+        return collect(merger: merger, phases: phases)
     }
 
     /// Waits until no QoS 1/2 message is in flight and deliveries stopped arriving (or the drain timeout).
@@ -116,7 +169,7 @@ public final class Engine: @unchecked Sendable {
                     for client in lane.clients where client.phase == .connected {
                         inFlight += client.session.inFlightCount
                     }
-                    received &+= lane.metrics.counters.received.total
+                    for fleet in lane.metrics.fleets { received &+= fleet.counters.received.total }
                 }
             }
             if inFlight == 0 && received == lastReceived { return }
@@ -125,25 +178,35 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
-    private func collect() -> EngineResult {
+    private func collect(merger: SnapshotMerger, phases: EnginePhaseTimes) -> EngineResult {
         var result = EngineResult()
+        result.origin = phases.connectStart
+        result.phases = phases
         var laneMetrics: [LaneMetrics] = []
         for lane in lanes { laneMetrics.append(lane.queue.sync { lane.metrics }) }
+        var fleetResults = fleets.map { _ in EngineFleetResult() }
         var published = Array(repeating: UInt64(0), count: streamTopics.count)
         for metrics in laneMetrics {
-            result.counters.add(metrics.counters)
-            result.latency.add(metrics.latency)
             result.peakConnected += metrics.peakConnected
-            result.foreignMessages += metrics.foreignMessages
-            result.droppedSlots += metrics.droppedSlots
-            result.abandonedPublishes += metrics.abandonedPublishes
+            for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
+                fleetResults[fleet].counters.add(values.counters)
+                fleetResults[fleet].peakConnected += values.peakConnected
+                fleetResults[fleet].foreignMessages += values.foreignMessages
+                fleetResults[fleet].droppedSlots += values.droppedSlots
+                fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
+            }
             for (stream, count) in metrics.publishedPerStream.enumerated() { published[stream] += count }
         }
+        for (fleet, latency) in merger.fleetLatency.enumerated() where fleet < fleetResults.count {
+            fleetResults[fleet].latency = latency
+        }
         // Expected deliveries: every (subscriber, stream) pair whose filters match the stream's topic expects
-        // every message the stream published; a pair that received nothing still counts its loss.
+        // every message the stream published; a pair that received nothing still counts its loss. Counted
+        // for the subscriber's fleet.
         for (global, filters) in subscriberFilters {
             let lane = global % lanes.count
             let metrics = laneMetrics[lane]
+            let fleet = fleetOfGlobal(global)
             for stream in streamTopics.indices
             where filters.contains(where: { MQTTTopic.matches(filter: $0.filter, topic: streamTopics[stream]) }) {
                 let key = UInt64(global) << 32 | UInt64(stream)
@@ -153,10 +216,31 @@ public final class Engine: @unchecked Sendable {
                 } else {
                     counts = DeliveryCounts(expected: published[stream])
                 }
-                result.delivery[Int(streamQoS[stream].rawValue)].add(counts)
+                fleetResults[fleet].delivery[Int(streamQoS[stream].rawValue)].add(counts)
             }
         }
+        for (fleet, values) in fleetResults.enumerated() {
+            result.counters.add(values.counters)
+            result.latency.add(values.latency)
+            result.foreignMessages += values.foreignMessages
+            result.droppedSlots += values.droppedSlots
+            result.abandonedPublishes += values.abandonedPublishes
+            for qos in 0..<3 { result.delivery[qos].add(values.delivery[qos]) }
+            result.fleets[fleets[fleet].configuration.name] = values
+        }
+        result.timeline = merger.timeline
+        result.intervals = merger.intervals
         return result
+    }
+
+    /// The fleet of a global client index (clients are numbered fleet by fleet).
+    func fleetOfGlobal(_ global: Int) -> Int {
+        var first = 0
+        for fleet in fleets {
+            if global < first + fleet.configuration.count { return fleet.index }
+            first += fleet.configuration.count
+        }
+        return max(fleets.count - 1, 0)
     }
 }
 
@@ -166,6 +250,33 @@ public struct EngineResult: Sendable {
     public var latency = LatencyRecorder()
     /// Delivery accounting by the publishing stream's QoS (index 0, 1, 2).
     public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
+    /// Sum of every lane's peak (an upper bound of the clients connected at once; the timeline has the exact
+    /// per-second figure).
+    public var peakConnected = 0
+    public var foreignMessages: UInt64 = 0
+    public var droppedSlots: UInt64 = 0
+    public var abandonedPublishes: UInt64 = 0
+    /// Per fleet, by name: the same measurements restricted to that fleet's clients (delivery: what the fleet's
+    /// subscribers received).
+    public var fleets: [String: EngineFleetResult] = [:]
+    /// One merged snapshot per second of the run (the last one may cover less than a second).
+    public var timeline: [EngineSnapshot] = []
+    /// The latencies of each second, merged over lanes and fleets (for latency.hlog); same seconds as `timeline`.
+    public var intervals: [LatencyInterval] = []
+    /// The run's start (monotonic ns); interval and phase times are on the same clock.
+    public var origin: UInt64 = 0
+    public var phases = EnginePhaseTimes()
+
+    public init() {}
+}
+
+/// One fleet's share of a run.
+public struct EngineFleetResult: Sendable {
+    public var counters = ClientCounters()
+    public var latency = LatencyRecorder()
+    /// What this fleet's subscribers received, by the publishing stream's QoS (index 0, 1, 2).
+    public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
+    /// Sum of the lanes' peaks of this fleet's connected clients.
     public var peakConnected = 0
     public var foreignMessages: UInt64 = 0
     public var droppedSlots: UInt64 = 0
@@ -185,8 +296,8 @@ extension Lane {
                 clients[client].session.disconnect(now: now, into: &scratch)
                 stage(client)
                 flush(client)
-                metrics.counters.recordDisconnect(.clientInitiated)
-                connected -= 1
+                metrics.fleets[clients[client].fleet].counters.recordDisconnect(.clientInitiated)
+                markDisconnected(client)
             }
             closeSocket(client, abortive: false)
             clients[client].phase = .finished

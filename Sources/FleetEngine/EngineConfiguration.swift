@@ -46,6 +46,11 @@ public struct EngineFleet: Sendable {
     public var connectRate: Double?
     /// Connects (TCP connect to CONNACK) in flight at once for this fleet.
     public var maxConnectsInFlight: Int
+    /// The fleet's first connects begin this long (ns) after the run starts.
+    public var startOffset: UInt64 = 0
+    /// How the fleet's first connects are spread (nil: all at once, paced only by `connectRate` and
+    /// `maxConnectsInFlight`). Reconnects are not ramped.
+    public var ramp: ConnectRamp?
 
     public init(name: String, count: Int, clientID: @escaping @Sendable (Int) -> String,
                 session: MQTTSessionSettings,
@@ -61,6 +66,22 @@ public struct EngineFleet: Sendable {
         self.reconnect = reconnect
         self.connectRate = connectRate
         self.maxConnectsInFlight = maxConnectsInFlight
+    }
+}
+
+/// How a fleet's first connects are spread over time, from its start offset on.
+public enum ConnectRamp: Sendable, Equatable {
+    /// Client i of n starts connecting at i * duration / n ns (rate n / duration).
+    case over(duration: UInt64)
+    /// Client i starts connecting at i / perSecond seconds.
+    case rate(perSecond: Double)
+
+    public var validationError: String? {
+        switch self {
+        case .over: return nil
+        case .rate(let perSecond):
+            return perSecond > 0 && perSecond.isFinite ? nil : "ramp rate must be greater than 0, got \(perSecond)"
+        }
     }
 }
 
@@ -80,6 +101,10 @@ public struct EngineConfiguration: Sendable {
     public var readyTimeout: UInt64
     /// After publishing ends, how long to wait for acks and deliveries still in flight.
     public var drainTimeout: UInt64
+    /// True: publishing starts for everyone at once when every client is ready (or `readyTimeout` passed), so
+    /// subscribers never miss the start of a stream. False: each client starts its streams as soon as it is
+    /// connected, and `run(duration:)` counts from the run's start (for ramps and timelines).
+    public var waitForReady = true
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
                 lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 1_000_000,

@@ -18,8 +18,8 @@ extension Lane {
             return
         }
         pacers[fleet].started(now: now)
-        metrics.counters.connectsAttempted += 1
-        if clients[client].hasConnectedBefore { metrics.counters.reconnects += 1 }
+        metrics.fleets[clients[client].fleet].counters.connectsAttempted += 1
+        if clients[client].hasConnectedBefore { metrics.fleets[clients[client].fleet].counters.reconnects += 1 }
         clients[client].connectStartedAt = now
         let broker = clients[client].broker
         do {
@@ -46,7 +46,7 @@ extension Lane {
             connectFailed(client, reason: Self.connectFailure(error))
             return
         }
-        metrics.latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
+        metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
         clients[client].phase = .awaitingConnAck
         clients[client].connectSentAt = now
         clients[client].session.connect(now: now, into: &scratch)
@@ -60,7 +60,7 @@ extension Lane {
             connectFailed(client, reason: .timeout)
         case .awaitingConnAck:
             // The session reports the CONNACK deadline itself (counted by kind); this only backs it up.
-            metrics.counters.ackTimeouts[.connack] += 1
+            metrics.fleets[clients[client].fleet].counters.ackTimeouts[.connack] += 1
             connectFailed(client, reason: .connackTimeout)
         default:
             break
@@ -76,7 +76,7 @@ extension Lane {
 
     /// A connect that did not reach CONNACK: count it, close, and follow the reconnect policy.
     func connectFailed(_ client: Int, reason: ConnectFailureReason) {
-        metrics.counters.recordConnectFailure(reason)
+        metrics.fleets[clients[client].fleet].counters.recordConnectFailure(reason)
         pacers[clients[client].fleet].finished()
         closeSocket(client, abortive: false)
         var discard = DiscardingSessionSink()
@@ -98,13 +98,28 @@ extension Lane {
             return
         }
         guard clients[client].phase == .connected else { return }
-        metrics.counters.recordDisconnect(reason)
-        connected -= 1
+        metrics.fleets[clients[client].fleet].counters.recordDisconnect(reason)
+        markDisconnected(client)
         closeSocket(client, abortive: false)
         // Only `.requestAbandoned` comes out of this call: nothing the lane records.
         var discard = DiscardingSessionSink()
         clients[client].session.connectionLost(now: now, events: &discard)
         scheduleReconnect(client)
+    }
+
+    func markConnected(_ client: Int) {
+        let fleet = clients[client].fleet
+        connected += 1
+        if connected > metrics.peakConnected { metrics.peakConnected = connected }
+        metrics.fleets[fleet].connected += 1
+        if metrics.fleets[fleet].connected > metrics.fleets[fleet].peakConnected {
+            metrics.fleets[fleet].peakConnected = metrics.fleets[fleet].connected
+        }
+    }
+
+    func markDisconnected(_ client: Int) {
+        connected -= 1
+        metrics.fleets[clients[client].fleet].connected -= 1
     }
 
     func scheduleReconnect(_ client: Int) {
@@ -168,7 +183,7 @@ extension Lane {
                 connectionLost(client, reason: .closedByPeer)
                 return
             case .bytes(let count):
-                metrics.counters.bytesIn += UInt64(count)
+                metrics.fleets[clients[client].fleet].counters.bytesIn += UInt64(count)
                 if !receive(client, count: count) { return }
                 if count < readBuffer.count { return }
             }
@@ -233,7 +248,7 @@ extension Lane {
             connectionLost(client, reason: .socketError(errno: ENOBUFS))
             return
         }
-        metrics.counters.bytesOut += UInt64(scratch.readableCount)
+        metrics.fleets[clients[client].fleet].counters.bytesOut += UInt64(scratch.readableCount)
         if !clients[client].isDirty {
             clients[client].isDirty = true
             dirty.append(Int32(client))

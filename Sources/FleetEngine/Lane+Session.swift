@@ -8,12 +8,11 @@ extension Lane {
         guard clients[client].phase == .awaitingConnAck else { return }
         wheel.cancel(client: client, kind: TimerKind.connectTimeout)
         pacers[clients[client].fleet].finished()
-        metrics.counters.connectsSucceeded += 1
-        metrics.latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
+        metrics.fleets[clients[client].fleet].counters.connectsSucceeded += 1
+        metrics.fleets[clients[client].fleet].latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
         clients[client].phase = .connected
         clients[client].attempt = 0
-        connected += 1
-        if connected > metrics.peakConnected { metrics.peakConnected = connected }
+        markConnected(client)
         let firstTime = !clients[client].hasConnectedBefore
         clients[client].hasConnectedBefore = true
         // The session re-subscribes by itself when the broker lost the session; the first time, we subscribe.
@@ -29,7 +28,7 @@ extension Lane {
 
     func subscriptionConfirmed(_ client: Int) {
         if !clients[client].isReady {
-            metrics.latency.record(.subscribe, startedAt: clients[client].subscribeSentAt, completedAt: now)
+            metrics.fleets[clients[client].fleet].latency.record(.subscribe, startedAt: clients[client].subscribeSentAt, completedAt: now)
             clients[client].isReady = true
         }
     }
@@ -105,7 +104,7 @@ extension Lane {
                     break
                 }
             }
-            metrics.droppedSlots &+= turn.dropped
+            metrics.fleets[clients[client].fleet].droppedSlots &+= turn.dropped
             if clients[client].streams[stream].pending == nil, let next = schedule.nextIntendedTime {
                 earliest = min(earliest, next)
             }
@@ -134,14 +133,14 @@ extension Lane {
         }
         switch result {
         case .sent:
-            metrics.counters.published[QoSLevel(state.qos)] += 1
+            metrics.fleets[clients[client].fleet].counters.published[QoSLevel(state.qos)] += 1
             metrics.publishedPerStream[Int(state.streamID)] += 1
-            metrics.latency.record(.scheduleLag, from: .intended, microseconds: due.lag / 1000)
+            metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: due.lag / 1000)
             return true
         case .windowFull:
             return false
         case .notConnected, .packetTooLarge, .qosNotSupported:
-            metrics.droppedSlots += 1
+            metrics.fleets[clients[client].fleet].droppedSlots += 1
             return true
         }
     }

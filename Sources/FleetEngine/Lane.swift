@@ -20,7 +20,7 @@ final class Lane: @unchecked Sendable {
     let configuration: EngineConfiguration
     var clients: [SimulatedClient]
     var wheel: TimingWheel
-    var metrics = LaneMetrics()
+    var metrics: LaneMetrics
     var pacers: [ConnectPacer]
     let epoll: Epoll
     let timer: Int32
@@ -41,6 +41,11 @@ final class Lane: @unchecked Sendable {
     var stopping = false
     var readyReported = false
     var onReady: (@Sendable (Int) -> Void)?
+    /// Receives the lane's snapshot once a second (called on the lane's queue; it must only enqueue).
+    var onSnapshot: (@Sendable (LaneSnapshot) -> Void)?
+    var snapshotInterval: UInt64 = 1_000_000_000
+    var nextSnapshotAt: UInt64 = .max
+    var snapshotIndex = 0
     var brokers: [SocketAddress]
     var sourceAddresses: [SocketAddress]
 
@@ -53,6 +58,7 @@ final class Lane: @unchecked Sendable {
         self.fleets = fleets
         self.configuration = configuration
         self.clients = clients
+        self.metrics = LaneMetrics(fleetCount: fleets.count, start: start)
         self.brokers = configuration.brokers
         self.sourceAddresses = configuration.sourceAddresses
         self.wheel = TimingWheel(clientCapacity: max(clients.count, 1), kindsPerClient: TimerKind.count,
@@ -68,7 +74,6 @@ final class Lane: @unchecked Sendable {
         self.timer = timer
         try epoll.add(timer, events: .readable, token: Self.timerToken)
         self.readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
-        for fleetIndex in fleets.indices { metrics.publishedPerStream.reserveCapacity(fleets[fleetIndex].streamCount) }
         self.now = start
     }
 
@@ -78,15 +83,20 @@ final class Lane: @unchecked Sendable {
     }
 
     /// Starts watching the epoll fd and schedules every client's first connect.
-    func start(publishedStreams: Int) {
+    func start(publishedStreams: Int, origin: UInt64) {
+        metrics = LaneMetrics(fleetCount: fleets.count, start: origin)
         metrics.publishedPerStream = Array(repeating: 0, count: publishedStreams)
+        nextSnapshotAt = origin &+ snapshotInterval
         let source = DispatchSource.makeReadSource(fileDescriptor: epoll.fileDescriptor, queue: queue)
         source.setEventHandler { [unowned self] in self.turn() }
         self.source = source
         source.resume()
         queue.async { [self] in
             now = MonotonicClock.now()
-            for client in clients.indices { wheel.schedule(client: client, kind: TimerKind.connect, deadline: now) }
+            for client in clients.indices {
+                wheel.schedule(client: client, kind: TimerKind.connect,
+                               deadline: firstConnectTime(client, origin: origin))
+            }
             turn()
         }
     }
@@ -97,6 +107,7 @@ final class Lane: @unchecked Sendable {
         now = MonotonicClock.now()
         drainEvents()
         fireTimers()
+        emitDueSnapshots()
         flushDirty()
         armTimer()
         checkReady()
@@ -145,8 +156,8 @@ final class Lane: @unchecked Sendable {
 
     /// Arms the timerfd for the wheel's next deadline (only when it moved earlier or fired).
     private func armTimer() {
-        guard let next = wheel.nextExpiration() else { return }
-        if next >= armedDeadline { return }
+        let next = min(wheel.nextExpiration() ?? .max, nextSnapshotAt)
+        if next == .max || next >= armedDeadline { return }
         armedDeadline = next
         var spec = itimerspec()
         let target = max(next, now &+ 1)

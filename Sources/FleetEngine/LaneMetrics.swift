@@ -2,23 +2,46 @@ import FleetMetrics
 
 /// Everything one lane measures, touched only by that lane's queue (no locks, no atomics on the hot path) and
 /// merged with the other lanes' at the end. Plain values, so merging across processes works the same way.
+///
+/// Counters and latencies are kept per fleet (index: the fleet's position in the configuration) so results can
+/// be reported per fleet without recording anything twice; the lane's totals are the sum of its fleets.
 public struct LaneMetrics: Sendable {
-    public var counters = ClientCounters()
-    public var latency = LatencyRecorder()
+    public var fleets: [FleetLaneMetrics]
     /// Per (subscriber, stream) accounting: `deliveryKeys` maps `subscriber << 32 | stream` to the dense
     /// tracker stream index so one subscriber's copy of a stream is never mixed with another's.
     public var delivery = DeliveryTracker()
     public var deliveryKeys: [UInt64: Int] = [:]
     /// Messages each publisher stream sent (index: global stream id), for expected counts at the end.
     public var publishedPerStream: [UInt64] = []
+    /// Peak of clients connected at once on this lane.
+    public var peakConnected = 0
+
+    public init(fleetCount: Int, start: UInt64) {
+        fleets = Array(repeating: FleetLaneMetrics(start: start), count: max(fleetCount, 1))
+    }
+
+    /// The lane's counters over every fleet.
+    public var counters: ClientCounters {
+        var total = ClientCounters()
+        for fleet in fleets { total.add(fleet.counters) }
+        return total
+    }
+}
+
+/// What one fleet's clients on one lane measured.
+public struct FleetLaneMetrics: Sendable {
+    public var counters = ClientCounters()
+    /// Latencies of the current one-second interval; the lane hands finished intervals to the engine.
+    public var latency: IntervalLatencyRecorder
     /// Messages received that carried no fleetbench header (foreign publishers, will messages).
     public var foreignMessages: UInt64 = 0
     /// Slots a `drop` stream skipped because it was behind.
     public var droppedSlots: UInt64 = 0
     /// In-flight messages given up (session lost on reconnect, or connection closed for good).
     public var abandonedPublishes: UInt64 = 0
-    /// Peak of clients connected at once on this lane.
+    /// Clients of the fleet connected now, and the peak.
+    public var connected = 0
     public var peakConnected = 0
 
-    public init() {}
+    public init(start: UInt64) { latency = IntervalLatencyRecorder(startingAt: start) }
 }

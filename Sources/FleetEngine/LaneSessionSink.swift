@@ -10,6 +10,7 @@ import MQTTSession
 struct LaneSessionSink: MQTTSessionEventHandler {
     unowned(unsafe) let lane: Lane
     let client: Int
+    let fleet: Int
     let subscriberKey: UInt64
     var connected: Bool?
     var subscribed = false
@@ -20,6 +21,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     init(lane: Lane, client: Int) {
         self.lane = lane
         self.client = client
+        self.fleet = lane.clients[client].fleet
         self.subscriberKey = UInt64(lane.clients[client].globalIndex) << 32
     }
 
@@ -35,17 +37,17 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             switch ack.kind {
             case .pubAck:
                 kind = .puback
-                lane.metrics.counters.acked[.atLeastOnce] += 1
+                lane.metrics.fleets[fleet].counters.acked[.atLeastOnce] += 1
             case .pubRec:
                 kind = .pubrec
             default:
                 kind = .pubcomp
-                lane.metrics.counters.acked[.exactlyOnce] += 1
+                lane.metrics.fleets[fleet].counters.acked[.exactlyOnce] += 1
             }
-            lane.metrics.latency.record(kind, intendedAt: ack.intendedAt, sentAt: ack.sentAt, completedAt: now)
+            lane.metrics.fleets[fleet].latency.record(kind, intendedAt: ack.intendedAt, sentAt: ack.sentAt, completedAt: now)
             if ack.kind != .pubRec { windowOpened = true }
         case .publishDropped:
-            lane.metrics.abandonedPublishes += 1
+            lane.metrics.fleets[fleet].abandonedPublishes += 1
         case .subscribed:
             subscribed = true
         case .unsubscribed, .requestAbandoned, .unexpectedAcknowledgement:
@@ -53,7 +55,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         case .pingResponse:
             break
         case .ackTimeout(let timeout):
-            lane.metrics.counters.ackTimeouts[AckKind(timeout.kind)] += 1
+            lane.metrics.fleets[fleet].counters.ackTimeouts[AckKind(timeout.kind)] += 1
         case .serverDisconnected(let code, _):
             closeReason = .serverDisconnect(reasonCode: code.rawValue)
         case .closeConnection(let reason):
@@ -68,13 +70,13 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         _ message: MQTTReceivedMessage, topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer
     ) {
         let now = lane.now
-        lane.metrics.counters.received[QoSLevel(message.qos)] += 1
+        lane.metrics.fleets[fleet].counters.received[QoSLevel(message.qos)] += 1
         guard let header = try? EndToEndHeader.readBinary(from: payload) else {
-            lane.metrics.foreignMessages += 1
+            lane.metrics.fleets[fleet].foreignMessages += 1
             return
         }
         let sentAt = EndToEndPayload.sentTime(in: payload) ?? header.intendedTime
-        lane.metrics.latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
+        lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
         let key = subscriberKey | UInt64(header.streamID)
         let stream: Int
         if let known = lane.metrics.deliveryKeys[key] {
@@ -89,7 +91,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     /// Applies what the events asked for. Returns false when the connection was closed.
     mutating func finish() -> Bool {
         if let refused {
-            lane.metrics.counters.recordConnectFailure(.connackRefused(code: refused.rawValue))
+            lane.metrics.fleets[fleet].counters.recordConnectFailure(.connackRefused(code: refused.rawValue))
             lane.pacers[lane.clients[client].fleet].finished()
             lane.closeSocket(client, abortive: false)
             var discard = DiscardingSessionSink()
