@@ -50,8 +50,16 @@ struct TestCertificates: Sendable {
         for file in ["server.key", "client.key", "ca.key", "other-ca.key"] {
             chmod(directory + "/" + file, 0o644)
         }
+        createdDirectory = directory
+        // Static storage is never deinitialized: remove the files when the test process exits.
+        atexit {
+            if let directory = TestCertificates.createdDirectory { try? FileManager.default.removeItem(atPath: directory) }
+        }
         return TestCertificates(directory: directory)
     }
+
+    /// Written once, inside the one-time initialization of `shared`; read by the exit handler.
+    nonisolated(unsafe) private static var createdDirectory: String?
 
     private static func write(_ text: String, to path: String) throws(CertificateError) {
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {
