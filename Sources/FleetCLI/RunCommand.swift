@@ -28,6 +28,9 @@ struct RunCommand {
           --lanes N               lanes (serial queues) to run clients on (default: one per core)
           --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
                                   (e.g. 127.0.0.1:9464; loopback unless you name another address)
+          --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression
+                                  beyond --tolerance exits 99
+          --tolerance PCT         allowed worsening against the baseline (default 10%)
           --quiet                 print only the summary
           -h, --help              show this help
 
@@ -47,6 +50,8 @@ struct RunCommand {
     var lanes = 0
     var scale: Double?
     var metricsAddress: SocketAddress?
+    var baseline: String?
+    var tolerance = 10.0
     var quiet = false
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
@@ -90,6 +95,13 @@ struct RunCommand {
                     throw UsageError("--metrics-listen needs host:port, e.g. 127.0.0.1:9464, got '\(text)'")
                 }
                 command.metricsAddress = address
+            case "--baseline": command.baseline = try value(argument)
+            case "--tolerance":
+                let text = try value(argument)
+                guard let tolerance = ReportComparison.parseTolerance(text) else {
+                    throw UsageError("--tolerance needs a non-negative percentage such as 10% (got '\(text)')")
+                }
+                command.tolerance = tolerance
             case "--quiet": command.quiet = true
             default:
                 if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for run") }
@@ -128,6 +140,15 @@ struct RunCommand {
             case .failure(let error):
                 console.error(error.description)
                 return .usage
+            }
+        }
+        var baselineReport: RunReport?
+        if let baseline {
+            do {
+                baselineReport = try RunReport.load(path: CompareCommand.reportPath(baseline))
+            } catch {
+                console.error("fleetbench: cannot read the baseline \(baseline): \(error)")
+                return .invalidScenario
             }
         }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
@@ -292,7 +313,13 @@ struct RunCommand {
         }
         if !written { return .runtimeFailure }
         if report.run.interrupted { return .runtimeFailure }
-        return report.thresholds.allSatisfy(\.passed) ? .success : .thresholdsFailed
+        var regressed = false
+        if let baselineReport {
+            let comparison = ReportComparison(baseline: baselineReport, candidate: report, tolerance: tolerance)
+            console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table())
+            regressed = comparison.hasRegression
+        }
+        return report.thresholds.allSatisfy(\.passed) && !regressed ? .success : .thresholdsFailed
     }
 
     // MARK: Helpers
