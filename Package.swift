@@ -40,7 +40,8 @@ let package = Package(
         .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "CZlib"]),
         .target(
             name: "FleetCLI",
-            dependencies: ["FleetEngine", "FleetScenario", "FleetReports", "FleetMetrics", "FleetBroker"]),
+            dependencies: ["FleetEngine", "FleetScenario", "FleetReports", "FleetMetrics", "FleetBroker", "FleetJSON",
+                           "FleetTransport", "MQTTCodec", "MQTTSession", "COpenSSL"]),
         .executableTarget(name: "fleetbench", dependencies: ["FleetCLI"]),
         // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
         .target(name: "FleetBroker"),
@@ -72,7 +73,7 @@ let package = Package(
         .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetTestSupport", "FleetBroker"]),
         .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI"]),
+        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
         .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker"]),
     ],

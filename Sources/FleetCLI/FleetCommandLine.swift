@@ -56,6 +56,41 @@ public enum FleetCommandLine {
                 console.error("fleetbench validate: \(error.message)\n\n\(ValidateCommand.help)")
                 return .usage
             }
+        case "run":
+            do {
+                guard let command = try RunCommand.parse(rest) else {
+                    console.print(RunCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.error("fleetbench run: \(error.message)\n\n\(RunCommand.help)")
+                return .usage
+            }
+        // MARK: report and compare (wt-reports)
+        case "report":
+            do {
+                guard let command = try ReportCommand.parse(rest) else {
+                    console.print(ReportCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.error("fleetbench report: \(error.message)\n\n\(ReportCommand.help)")
+                return .usage
+            }
+        case "compare":
+            do {
+                guard let command = try CompareCommand.parse(rest) else {
+                    console.print(CompareCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.error("fleetbench compare: \(error.message)\n\n\(CompareCommand.help)")
+                return .usage
+            }
+        // MARK: end of report and compare
         default:
             console.error("fleetbench: unknown command '\(first)'\n\n\(usage)")
             return .usage
@@ -68,6 +103,12 @@ public enum FleetCommandLine {
             console.print(usage)
         case "validate":
             console.print(ValidateCommand.help)
+        case "run":
+            console.print(RunCommand.help)
+        case "report":
+            console.print(ReportCommand.help)
+        case "compare":
+            console.print(CompareCommand.help)
         default:
             console.error("fleetbench help: unknown command '\(command!)'\n\n\(usage)")
             return .usage

@@ -1,0 +1,116 @@
+import FleetReports
+import Foundation
+
+/// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--format table|markdown|json]`: what got worse or
+/// better between two runs; exit 99 when something regressed beyond the tolerance (for CI).
+struct CompareCommand {
+    static let help = """
+        Usage: fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--format table|markdown|json] [--output FILE]
+
+        Compares two runs (report.json files, or results folders holding one): latency percentiles, publish and
+        receive rates, losses, duplicates, ack timeouts, connect failures. Each metric is better, same, worse
+        (within the tolerance) or a regression (worse beyond it; any rise from zero is a regression).
+
+        Options:
+          --tolerance PCT     allowed worsening before a regression, in percent (default 10%)
+          --format FORMAT     table (default), markdown (for a CI comment) or json
+          --output FILE       also write the comparison to FILE in the chosen format
+          -h, --help          show this help
+
+        Exit codes: 0 no regression, 2 usage error, 65 a report missing or unreadable, 99 a regression beyond the
+        tolerance.
+        """
+
+    enum Format: String {
+        case table, markdown, json
+    }
+
+    var baseline: String
+    var candidate: String
+    var tolerance: Double = 10
+    var format: Format = .table
+    var output: String?
+
+    /// Parses the arguments after `compare`; nil for --help.
+    static func parse(_ arguments: [String]) throws(UsageError) -> CompareCommand? {
+        var paths: [String] = []
+        var tolerance = 10.0
+        var format = Format.table
+        var output: String?
+        var index = 0
+        func value(_ option: String) throws(UsageError) -> String {
+            if let equals = arguments[index].firstIndex(of: "=") {
+                return String(arguments[index][arguments[index].index(after: equals)...])
+            }
+            index += 1
+            guard index < arguments.count else { throw UsageError("\(option) needs a value") }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            switch name {
+            case "-h", "--help":
+                return nil
+            case "--tolerance":
+                let text = try value("--tolerance")
+                guard let parsed = ReportComparison.parseTolerance(text) else {
+                    throw UsageError("--tolerance needs a non-negative percentage such as 10% (got '\(text)')")
+                }
+                tolerance = parsed
+            case "--format":
+                let text = try value("--format")
+                guard let parsed = Format(rawValue: text) else {
+                    throw UsageError("--format must be table, markdown or json (got '\(text)')")
+                }
+                format = parsed
+            case "--output":
+                output = try value("--output")
+            default:
+                if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for compare") }
+                paths.append(argument)
+            }
+            index += 1
+        }
+        guard paths.count == 2 else {
+            throw UsageError("compare needs a baseline and a candidate report, got \(paths.count) path\(paths.count == 1 ? "" : "s")")
+        }
+        return CompareCommand(baseline: paths[0], candidate: paths[1], tolerance: tolerance, format: format, output: output)
+    }
+
+    /// A report.json path, or a folder holding one.
+    static func reportPath(_ path: String) -> String {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return ReportWriter.path(in: path, ReportWriter.jsonName)
+        }
+        return path
+    }
+
+    func run(console: Console) -> ExitCode {
+        let reports: [RunReport]
+        do {
+            reports = [try RunReport.load(path: Self.reportPath(baseline)), try RunReport.load(path: Self.reportPath(candidate))]
+        } catch {
+            console.error("fleetbench compare: \(error.message)")
+            return .invalidScenario  // 65, EX_DATAERR: the input file is unusable.
+        }
+        let comparison = ReportComparison(baseline: reports[0], candidate: reports[1], tolerance: tolerance)
+        let text: String
+        switch format {
+        case .table: text = comparison.table()
+        case .markdown: text = comparison.markdown()
+        case .json: text = comparison.json()
+        }
+        console.write(text, to: console.outputDescriptor)
+        if let output {
+            do {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+            } catch {
+                console.error("fleetbench compare: cannot write \(output): \(error.localizedDescription)")
+                return .runtimeFailure
+            }
+        }
+        return comparison.hasRegression ? .thresholdsFailed : .success
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Synchronization
+
+/// Live progress while a run goes: on a terminal one line refreshed each second; otherwise a plain line every
+/// 5 s (logs of CI jobs); nothing with --quiet.
+final class ProgressPrinter: Sendable {
+    let console: Console
+    let quiet: Bool
+    let totalSeconds: Double
+    let targetClients: Int
+    let refreshesInPlace: Bool
+    private let lastPlainLine = Mutex<Double>(-5)
+    private let shownInPlace = Atomic<Bool>(false)
+
+    init(console: Console, quiet: Bool, totalSeconds: Double, targetClients: Int) {
+        self.console = console
+        self.quiet = quiet
+        self.totalSeconds = totalSeconds
+        self.targetClients = targetClients
+        self.refreshesInPlace = console.outputIsTerminal
+    }
+
+    func show(_ status: LiveStatus) {
+        guard !quiet else { return }
+        let line = Self.line(status, totalSeconds: totalSeconds, targetClients: targetClients)
+        if refreshesInPlace {
+            console.write("\r\u{1B}[K" + line, to: console.outputDescriptor)
+            shownInPlace.store(true, ordering: .relaxed)
+        } else {
+            let due = lastPlainLine.withLock { last -> Bool in
+                guard status.elapsedSeconds - last >= 5 else { return false }
+                last = status.elapsedSeconds
+                return true
+            }
+            if due { console.print(line) }
+        }
+    }
+
+    /// Ends the refreshing line so the summary starts on its own line.
+    func finish() {
+        if shownInPlace.load(ordering: .relaxed) { console.write("\n", to: console.outputDescriptor) }
+    }
+
+    static func line(_ status: LiveStatus, totalSeconds: Double, targetClients: Int) -> String {
+        let counters = status.counters
+        var parts = [
+            "[\(pad(Int(status.elapsedSeconds.rounded(.down)), 4))s/\(Int(totalSeconds))s]",
+            "connected \(status.connected)/\(targetClients)",
+            "pub \(Int(status.publishedPerSecond.rounded()))/s",
+            "recv \(Int(status.receivedPerSecond.rounded()))/s",
+        ]
+        if let p99 = status.endToEndP99Ms { parts.append(String(format: "e2e p99 %.2f ms", p99)) }
+        parts.append("ack timeouts \(counters.ackTimeouts.total)")
+        parts.append("errors \(counters.connectsFailed + counters.disconnectsTotal - (counters.disconnects[.clientInitiated] ?? 0))")
+        return parts.joined(separator: "  ")
+    }
+
+    static func pad(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+    }
+}

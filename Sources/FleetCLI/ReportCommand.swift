@@ -1,0 +1,60 @@
+import FleetReports
+import Foundation
+
+/// `fleetbench report DIR`: re-renders report.html and junit.xml from DIR/report.json alone (after an upgrade of
+/// fleetbench, or for a report.json copied from another machine).
+struct ReportCommand {
+    static let help = """
+        Usage: fleetbench report DIR
+
+        Reads DIR/report.json (or the report.json file named directly) and writes report.html and junit.xml
+        beside it again. latency.hlog is left as it is.
+
+        Options:
+          -h, --help          show this help
+
+        Exit codes: 0 written, 2 usage error, 65 report.json missing or unreadable, 1 the files could not be written.
+        """
+
+    var directory: String
+
+    /// Parses the arguments after `report`; nil for --help.
+    static func parse(_ arguments: [String]) throws(UsageError) -> ReportCommand? {
+        var paths: [String] = []
+        for argument in arguments {
+            if argument == "-h" || argument == "--help" { return nil }
+            if argument.hasPrefix("-") && argument != "-" { throw UsageError("unknown option '\(argument)' for report") }
+            paths.append(argument)
+        }
+        guard paths.count == 1 else {
+            throw UsageError(paths.isEmpty ? "report needs a results folder" : "report takes one results folder, got \(paths.count)")
+        }
+        return ReportCommand(directory: paths[0])
+    }
+
+    func run(console: Console) -> ExitCode {
+        // A report.json named directly is accepted too.
+        var folder = directory
+        if folder.hasSuffix("/" + ReportWriter.jsonName) || folder == ReportWriter.jsonName {
+            folder = String(folder.dropLast(ReportWriter.jsonName.count))
+            if folder.isEmpty { folder = "." }
+        }
+        let report: RunReport
+        do {
+            report = try RunReport.load(path: ReportWriter.path(in: folder, ReportWriter.jsonName))
+        } catch {
+            console.error("fleetbench report: \(error.message)")
+            return .invalidScenario  // 65, EX_DATAERR: the input file is unusable.
+        }
+        do {
+            try ReportWriter.rerender(report, directory: folder)
+        } catch {
+            console.error("fleetbench report: \(error.message)")
+            return .runtimeFailure
+        }
+        console.print("\(report.passed ? "passed" : "FAILED"): \(report.scenario.name)")
+        console.print("wrote \(ReportWriter.path(in: folder, ReportWriter.htmlName)) and "
+            + ReportWriter.path(in: folder, ReportWriter.junitName))
+        return .success
+    }
+}

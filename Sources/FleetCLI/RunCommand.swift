@@ -1,0 +1,427 @@
+import COpenSSL
+import FleetBroker
+import FleetEngine
+import FleetJSON
+import FleetMetrics
+import FleetReports
+import FleetScenario
+import FleetTransport
+import Foundation
+
+/// `fleetbench run SCENARIO [options]`: runs a scenario and writes its results folder.
+struct RunCommand {
+    static let help = """
+        Usage: fleetbench run SCENARIO [options]
+
+        Runs a scenario: connects its fleets, drives their publish/subscribe patterns and faults, measures
+        latency (from the intended send time), delivery and ack timeouts, checks the thresholds and writes the
+        results folder (report.json, report.html, junit.xml, latency.hlog). With no broker in the scenario and
+        no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and stops it at the end.
+
+        Options:
+          --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
+          --set path=value        override a scenario value (repeatable), e.g. --set fleets.vehicles.count=5000
+          --duration D            total run time, e.g. 30s or 5m (same as --set duration=D)
+          --seed N                seed of every random choice (same as --set seed=N)
+          --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
+          --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
+          --lanes N               lanes (serial queues) to run clients on (default: one per core)
+          --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
+                                  (e.g. 127.0.0.1:9464; loopback unless you name another address)
+          --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression
+                                  beyond --tolerance exits 99
+          --tolerance PCT         allowed worsening against the baseline (default 10%)
+          --quiet                 print only the summary
+          -h, --help              show this help
+
+        Ctrl-C (or SIGTERM) stops cleanly and still writes the results, marked interrupted; a second Ctrl-C
+        quits at once.
+
+        Exit codes: 0 finished and thresholds passed, 1 runtime failure, 2 usage error, 65 invalid scenario,
+        99 thresholds failed.
+        """
+
+    var scenarioPath = ""
+    var brokers: [String] = []
+    var overrides: [String] = []
+    var outputDirectory: String?
+    /// --duration: the run's total time; stages beyond it are cut, the one it falls in is shortened.
+    var duration: TimeSpan?
+    var lanes = 0
+    var scale: Double?
+    var metricsAddress: SocketAddress?
+    var baseline: String?
+    var tolerance = 10.0
+    var quiet = false
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
+        var command = RunCommand()
+        var index = 0
+        func value(_ option: String) throws(UsageError) -> String {
+            index += 1
+            guard index < arguments.count else { throw UsageError("\(option) needs a value") }
+            return arguments[index]
+        }
+        var positional: [String] = []
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "-h", "--help": return nil
+            case "--broker": command.brokers += try value(argument).split(separator: ",").map(String.init)
+            case "--set": command.overrides.append(try value(argument))
+            case "--duration":
+                let text = try value(argument)
+                guard case .success(let duration) = TimeSpan.parse(text), duration.nanoseconds > 0 else {
+                    throw UsageError("--duration needs a duration such as 30s or 5m, got '\(text)'")
+                }
+                command.duration = duration
+            case "--seed": command.overrides.append("seed=" + (try value(argument)))
+            case "--out": command.outputDirectory = try value(argument)
+            case "--lanes":
+                let text = try value(argument)
+                guard let lanes = Int(text), lanes > 0, lanes <= 256 else {
+                    throw UsageError("--lanes needs a whole number from 1 to 256, got '\(text)'")
+                }
+                command.lanes = lanes
+            case "--scale":
+                let text = try value(argument)
+                guard let scale = Double(text), scale > 0, scale <= 1000 else {
+                    throw UsageError("--scale needs a number above 0 (at most 1000), got '\(text)'")
+                }
+                command.scale = scale
+            case "--metrics-listen":
+                let text = try value(argument)
+                guard let address = try? SocketAddress.resolve(text).first else {
+                    throw UsageError("--metrics-listen needs host:port, e.g. 127.0.0.1:9464, got '\(text)'")
+                }
+                command.metricsAddress = address
+            case "--baseline": command.baseline = try value(argument)
+            case "--tolerance":
+                let text = try value(argument)
+                guard let tolerance = ReportComparison.parseTolerance(text) else {
+                    throw UsageError("--tolerance needs a non-negative percentage such as 10% (got '\(text)')")
+                }
+                command.tolerance = tolerance
+            case "--quiet": command.quiet = true
+            default:
+                if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for run") }
+                positional.append(argument)
+            }
+            index += 1
+        }
+        guard positional.count == 1 else {
+            throw UsageError(positional.isEmpty ? "run needs a scenario file" : "run takes one scenario file, got \(positional.count)")
+        }
+        command.scenarioPath = positional[0]
+        return command
+    }
+
+    func run(console: Console) -> ExitCode {
+        guard FileManager.default.isReadableFile(atPath: scenarioPath) else {
+            console.error("\(scenarioPath): cannot read the file (does it exist?)")
+            return .invalidScenario
+        }
+        var scenario: Scenario
+        do {
+            scenario = try Scenario.load(path: scenarioPath, overrides: overrides, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            console.error(error.description)
+            return .invalidScenario
+        }
+        if let duration { scenario.trim(to: duration) }
+        if let scale {
+            for index in scenario.fleets.indices {
+                scenario.fleets[index].count = max(1, Int((Double(scenario.fleets[index].count) * scale).rounded()))
+            }
+        }
+        if !brokers.isEmpty {
+            switch scenario.replacingBrokers(with: brokers) {
+            case .success(let replaced): scenario = replaced
+            case .failure(let error):
+                console.error(error.description)
+                return .usage
+            }
+        }
+        var baselineReport: RunReport?
+        if let baseline {
+            do {
+                baselineReport = try RunReport.load(path: CompareCommand.reportPath(baseline))
+            } catch {
+                console.error("fleetbench: cannot read the baseline \(baseline): \(error)")
+                return .invalidScenario
+            }
+        }
+        let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
+        let startedAt = Date()
+        let directory = outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))"
+        let control = RunControl()
+        control.installSignalHandlers(console: console)
+
+        // The embedded broker, when the scenario names none.
+        var embedded: MosquittoBroker?
+        if scenario.usesEmbeddedBroker {
+            var configuration = MosquittoConfiguration()
+            configuration.connectionMessages = false
+            configuration.websocketsListener = scenario.fleets.contains { $0.transport?.usesWebSocket == true }
+            do {
+                embedded = try MosquittoBroker(configuration: configuration)
+            } catch {
+                console.error("fleetbench: cannot start the embedded broker: \(error)")
+                return .runtimeFailure
+            }
+        }
+        defer { embedded?.stop() }
+        let brokerURLs = embedded.map { [$0.url] } ?? scenario.brokers.map(\.url)
+
+        var report = RunReport(
+            toolVersion: FleetVersion.current,
+            scenario: ScenarioInfo(
+                name: scenario.name, file: scenarioPath, sha256: Self.sha256(ofFile: scenarioPath),
+                description: scenario.description.isEmpty ? nil : scenario.description,
+                redacted: (try? JSONDocument.load(path: scenarioPath)).map { ScenarioRedaction.redact($0.root) }),
+            run: RunInfo(startedAt: startedAt, durationSeconds: 0, interrupted: false, seed: seed),
+            brokers: brokerURLs.map(Self.redactedURL), brokerEmbedded: embedded != nil,
+            environment: EnvironmentInfo.current(fleetbenchVersion: FleetVersion.current))
+
+        // Brokers and the engine.
+        let engine: Engine
+        do {
+            let addresses = try Self.addresses(embedded: embedded, scenario: scenario)
+            engine = try Engine(configuration: ScenarioMapping.engineConfiguration(
+                scenario, brokers: addresses, seed: seed, lanes: lanes))
+        } catch {
+            console.error("fleetbench: \(error)")
+            return .runtimeFailure
+        }
+        if !quiet {
+            console.print("fleetbench \(FleetVersion.current): running \(scenario.name) for \(scenario.duration) "
+                + "against \(embedded.map { "an embedded mosquitto at \($0.url)" } ?? brokerURLs.joined(separator: ", "))")
+        }
+        let cpuBefore = Self.cpuSeconds()
+        let rampTime = ScenarioMapping.ramps(scenario).values.map(\.offset).max() ?? 0
+        let rampDuration = scenario.stages.first.map { stage -> UInt64 in
+            if case .rampUp = stage.kind { return stage.duration.nanoseconds }
+            return 0
+        } ?? 0
+        let publishDuration = scenario.duration.nanoseconds > rampTime + rampDuration
+            ? scenario.duration.nanoseconds - rampTime - rampDuration : scenario.duration.nanoseconds
+        let live = LiveStatusBox()
+        live.update {
+            $0.totalSeconds = scenario.duration.seconds
+            $0.targetClients = scenario.fleets.reduce(0) { $0 + $1.count }
+        }
+        var metricsServer: MiniHTTPServer?
+        if let metricsAddress {
+            let name = scenario.name
+            do {
+                metricsServer = try MiniHTTPServer(address: metricsAddress) { method, path in
+                    guard method == "GET" else { return .init(status: 405, body: "only GET\n") }
+                    guard path == "/metrics" || path.hasPrefix("/metrics?") else {
+                        return .init(status: 404, body: "metrics are at /metrics\n")
+                    }
+                    return .init(contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                 body: PrometheusText.render(live.current, scenario: name))
+                }
+                if !quiet { console.print("metrics: http://\(metricsServer!.address)/metrics") }
+            } catch {
+                console.error("fleetbench: cannot listen for metrics on \(metricsAddress): \(error)")
+                return .usage
+            }
+        }
+        defer { metricsServer?.stop() }
+        let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
+                                       targetClients: scenario.fleets.reduce(0) { $0 + $1.count })
+        engine.onSnapshot = { snapshot in
+            live.update { status in
+                status.elapsedSeconds = snapshot.t
+                status.connected = snapshot.connected
+                status.counters = snapshot.counters
+                // Snapshots carry running totals: the rate is the change since the previous one.
+                let seconds = max(Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9, 0.001)
+                status.publishedPerSecond = Double(snapshot.published &- status.lastPublished) / seconds
+                status.receivedPerSecond = Double(snapshot.received &- status.lastReceived) / seconds
+                status.lastPublished = snapshot.published
+                status.lastReceived = snapshot.received
+                status.endToEndP50Ms = snapshot.endToEndP50Milliseconds
+                status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
+            }
+            progress.show(live.current)
+        }
+        let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
+        let runStart = MonotonicClock.now()
+        stages.start(engine: engine)
+        let result = engine.run(duration: publishDuration, shouldStop: { control.stopRequested })
+        progress.finish()
+        control.requestStopOfStages()
+        stages.wait()
+        let elapsed = Double(MonotonicClock.now() - runStart) / 1e9
+
+        // Results.
+        report.run.durationSeconds = elapsed
+        report.run.interrupted = control.stopRequested
+        report.setCounters(result.counters, peakConnected: result.peakConnected)
+        report.delivery = DeliveryByQoS(result.delivery)
+        report.latency = result.latency
+        report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
+        // Engine snapshots carry running totals; the report's timeline holds each second's own counts.
+        report.timeline = TimelinePoint.differenced(result.timeline.map { snapshot in
+            TimelinePoint(
+                t: snapshot.t, connected: UInt64(max(snapshot.connected, 0)), published: snapshot.published,
+                received: snapshot.received, endToEndP50Ms: snapshot.endToEndP50Milliseconds,
+                endToEndP99Ms: snapshot.endToEndP99Milliseconds, ackTimeouts: snapshot.ackTimeouts)
+        })
+        report.latencyIntervals = result.intervals.map { ReportLatencyInterval($0, runStart: result.origin) }
+        if scenario.fleets.count > 1 {
+            report.fleets = scenario.fleets.compactMap { fleet in
+                guard let fleetResult = result.fleets[fleet.name] else { return nil }
+                return FleetReport(
+                    name: fleet.name, clients: fleet.count, counters: fleetResult.counters,
+                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery),
+                    latency: fleetResult.latency)
+            }
+        }
+        report.generator = GeneratorHealth(
+            cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
+            lanes: engine.laneCount, droppedSlots: result.droppedSlots,
+            abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages)
+        report.generator.saturationReasons = Self.saturation(
+            result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
+        report.generator.saturated = !report.generator.saturationReasons.isEmpty
+        let metrics = RunMetrics(result: result, publishSeconds: Double(publishDuration) / 1e9)
+        report.thresholds = scenario.thresholds.map { threshold in
+            let outcome = threshold.evaluate(metrics.value)
+            return ThresholdResult(
+                expression: threshold.source, metric: threshold.metric, observed: outcome.observed,
+                limit: threshold.value, passed: outcome.passed)
+        }
+        let unreachable = result.counters.connectsSucceeded == 0 && result.counters.connectsAttempted > 0
+        report.passed = !report.run.interrupted && !unreachable && report.thresholds.allSatisfy(\.passed)
+
+        var written = true
+        do {
+            try ResultsFolder.write(report, to: directory)
+        } catch {
+            console.error("fleetbench: cannot write results to \(directory): \(error)")
+            written = false
+        }
+        console.print(RunSummary.render(report, directory: written ? directory : nil))
+
+        if unreachable {
+            let reasons = report.connections.failuresByReason.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
+            console.error("fleetbench: no client could connect to \(brokerURLs.joined(separator: ", ")) (\(reasons))")
+            return .runtimeFailure
+        }
+        if !written { return .runtimeFailure }
+        if report.run.interrupted { return .runtimeFailure }
+        var regressed = false
+        if let baselineReport {
+            let comparison = ReportComparison(baseline: baselineReport, candidate: report, tolerance: tolerance)
+            console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table())
+            regressed = comparison.hasRegression
+        }
+        return report.thresholds.allSatisfy(\.passed) && !regressed ? .success : .thresholdsFailed
+    }
+
+    // MARK: Helpers
+
+    /// Schedule lag p99 above this means the generator could not keep its own schedule.
+    static let saturationLagMicroseconds: UInt64 = 10_000
+    /// CPU use above this share of the lanes' cores means the generator itself was the bottleneck.
+    static let saturationCPUShare = 0.9
+
+    /// Why the generator, rather than the broker, may have limited the run (empty: it did not).
+    static func saturation(result: EngineResult, cpuSeconds: Double, elapsed: Double, lanes: Int) -> [String] {
+        var reasons: [String] = []
+        let lag = result.latency.histogram(.scheduleLag, from: .intended)
+        if lag.totalCount > 0, lag.valueAtPercentile(99) > saturationLagMicroseconds {
+            reasons.append(String(format: "schedule lag p99 %.1f ms is above %.0f ms: messages left later than planned",
+                                  Double(lag.valueAtPercentile(99)) / 1000, Double(saturationLagMicroseconds) / 1000))
+        }
+        let cores = Double(min(lanes, ProcessInfo.processInfo.activeProcessorCount))
+        if elapsed > 0, cores > 0, cpuSeconds / (elapsed * cores) > saturationCPUShare {
+            reasons.append(String(format: "fleetbench used %.0f %% of %.0f cores (bound %.0f %%)",
+                                  cpuSeconds / (elapsed * cores) * 100, cores, saturationCPUShare * 100))
+        }
+        return reasons
+    }
+
+    static func addresses(embedded: MosquittoBroker?, scenario: Scenario) throws -> [SocketAddress] {
+        if let embedded { return [try SocketAddress(ipAddress: "127.0.0.1", port: embedded.port)] }
+        var addresses: [SocketAddress] = []
+        for broker in scenario.brokers {
+            guard broker.transport == .tcp else {
+                throw UnsupportedFeature(description: "broker \(redactedURL(broker.url)): \(broker.transport.rawValue):// is not supported yet, only mqtt://")
+            }
+            guard let port = UInt16(exactly: broker.port) else {
+                throw UnsupportedFeature(description: "broker \(redactedURL(broker.url)): port \(broker.port) out of range")
+            }
+            guard let address = try SocketAddress.resolve(host: broker.host, port: port).first else {
+                throw UnsupportedFeature(description: "broker \(redactedURL(broker.url)): \(broker.host) has no address")
+            }
+            addresses.append(address)
+        }
+        return addresses
+    }
+
+    /// `mqtt://user:secret@host` → `mqtt://user:***@host`.
+    static func redactedURL(_ url: String) -> String {
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
+        let userInfo = url[scheme.upperBound..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return url }
+        return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
+    }
+
+    static func ackTimeoutSeconds(_ scenario: Scenario) -> [AckKind: Double] {
+        guard let timeouts = scenario.fleets.first?.ackTimeouts else { return [:] }
+        return [
+            .connack: timeouts.connack.seconds, .suback: timeouts.suback.seconds, .unsuback: timeouts.unsuback.seconds,
+            .puback: timeouts.puback.seconds, .pubrec: timeouts.pubrec.seconds, .pubcomp: timeouts.pubcomp.seconds,
+            .pingresp: timeouts.pingresp.seconds,
+        ]
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd-HHmmss"
+        return formatter.string(from: date)
+    }
+
+    static func sha256(ofFile path: String) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { return "" }
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        data.withUnsafeBytes { bytes in
+            _ = SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &digest)
+        }
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    static func peakRSSBytes() -> UInt64 {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return UInt64(usage.ru_maxrss) * 1024
+    }
+}
+
+extension Scenario {
+    /// Sets the total duration; stages past it are dropped, the one it ends in is shortened.
+    mutating func trim(to duration: TimeSpan) {
+        self.duration = duration
+        var elapsed: UInt64 = 0
+        var kept: [Stage] = []
+        for var stage in stages where elapsed < duration.nanoseconds {
+            stage.duration = TimeSpan(nanoseconds: min(stage.duration.nanoseconds, duration.nanoseconds - elapsed))
+            elapsed += stage.duration.nanoseconds
+            kept.append(stage)
+        }
+        stages = kept
+    }
+}

@@ -1,0 +1,43 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// Ctrl-C and SIGTERM during a run: the first asks the run to stop cleanly (DISCONNECT, results written,
+/// marked interrupted); the second exits at once with 130.
+final class RunControl: Sendable {
+    private let requests = Atomic<Int>(0)
+    /// Kept alive for the process's lifetime; only written once, before any signal can arrive.
+    nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
+
+    private let stagesOver = Atomic<Bool>(false)
+
+    /// A signal asked the run to stop.
+    var stopRequested: Bool { requests.load(ordering: .relaxed) > 0 }
+    /// The run ended (or was asked to): the stage timeline stops too.
+    var stagesShouldStop: Bool { stopRequested || stagesOver.load(ordering: .relaxed) }
+
+    func requestStopOfStages() { stagesOver.store(true, ordering: .relaxed) }
+
+    func requestStop() { requests.add(1, ordering: .relaxed) }
+
+    /// Routes SIGINT and SIGTERM to this control instead of the default (terminate).
+    func installSignalHandlers(console: Console) {
+        var installed: [DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                let previous = requests.add(1, ordering: .relaxed).oldValue
+                if previous == 0 {
+                    console.error("\nfleetbench: stopping (DISCONNECT, then results are written); press Ctrl-C again to quit at once")
+                } else {
+                    console.error("fleetbench: quitting without writing results")
+                    _exit(130)
+                }
+            }
+            source.resume()
+            installed.append(source)
+        }
+        sources = installed
+    }
+}

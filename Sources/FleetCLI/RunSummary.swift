@@ -1,0 +1,69 @@
+import FleetMetrics
+import FleetReports
+
+/// The table printed at the end of a run: the same numbers as report.json.
+enum RunSummary {
+    static func render(_ report: RunReport, directory: String?) -> String {
+        var lines: [String] = []
+        let verdict = report.run.interrupted ? "INTERRUPTED" : (report.passed ? "PASSED" : "FAILED")
+        lines.append("")
+        lines.append("\(report.scenario.name): \(verdict) after \(format(report.run.durationSeconds)) s")
+        let connections = report.connections
+        lines.append("  connections   attempted \(connections.attempted), succeeded \(connections.succeeded), "
+            + "failed \(connections.failed), reconnects \(connections.reconnects), peak \(connections.peakConnected)")
+        for failure in connections.failuresByReason { lines.append("                failed \(failure.reason): \(failure.count)") }
+        for level in QoSLevel.allCases {
+            let published = report.messages.published[level]
+            let received = report.messages.received[level]
+            guard published > 0 || received > 0 else { continue }
+            let delivery = report.delivery[level]
+            var line = "  qos\(level.rawValue)          published \(published)"
+            if level != .atMostOnce { line += ", acked \(report.messages.acked[level])" }
+            line += ", received \(received); expected \(delivery.expected), lost \(delivery.lost), "
+                + "duplicated \(delivery.duplicated), reordered \(delivery.reordered)"
+            lines.append(line)
+        }
+        if report.ackTimeouts.total > 0 {
+            let kinds = AckKind.allCases.filter { report.ackTimeouts[$0] > 0 }
+                .map { "\($0.reportName) \(report.ackTimeouts[$0])" }.joined(separator: ", ")
+            lines.append("  ack timeouts  \(kinds)")
+        }
+        lines.append("  latency (ms)  kind              count      p50      p90      p99    p99.9      max")
+        for kind in report.latency.kindsWithSamples {
+            let origin: LatencyOrigin = [.puback, .pubrec, .pubcomp, .endToEnd, .requestResponse, .scheduleLag].contains(kind)
+                ? .intended : .sent
+            let histogram = report.latency.histogram(kind, from: origin)
+            guard histogram.totalCount > 0 else { continue }
+            func ms(_ percentile: Double) -> String { pad(format(Double(histogram.valueAtPercentile(percentile)) / 1000), 9) }
+            lines.append("                " + kind.reportName.padding(toLength: 14, withPad: " ", startingAt: 0)
+                + pad(String(histogram.totalCount), 9) + ms(50) + ms(90) + ms(99) + ms(99.9)
+                + pad(format(Double(histogram.max) / 1000), 9))
+        }
+        for threshold in report.thresholds {
+            lines.append("  threshold     \(threshold.passed ? "pass" : "FAIL")  \(threshold.expression)"
+                + (threshold.observed.map { "  (observed \(formatObserved($0, metric: threshold.metric)))" } ?? "  (not measured)"))
+        }
+        lines.append("  generator     cpu \(format(report.generator.cpuSeconds)) s, peak rss "
+            + "\(report.generator.peakRSSBytes / 1_048_576) MiB, lanes \(report.generator.lanes)")
+        if let directory { lines.append("  results       \(directory)") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func formatObserved(_ value: Double, metric: String) -> String {
+        if metric.hasPrefix("latency.") && !metric.hasSuffix(".count") || metric.hasPrefix("generator.schedule_lag") {
+            return format(value / 1e6) + " ms"
+        }
+        if metric.hasSuffix("_ratio") { return format(value * 100) + " %" }
+        return format(value)
+    }
+
+    static func format(_ value: Double) -> String {
+        if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+        let scaled = (value * 1000).rounded() / 1000
+        return String(scaled)
+    }
+
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? " " + text : String(repeating: " ", count: width - text.count) + text
+    }
+}

@@ -1,0 +1,443 @@
+import FleetJSON
+import FleetMetrics
+import Foundation
+
+/// Everything a run's results folder holds (report.json, report.html, junit.xml, latency.hlog), as plain data.
+///
+/// `fleetbench run` fills it from the engine's results; `ReportWriter` writes the folder; `RunReport(json:)`
+/// reads report.json back (latency histograms are embedded in it, so `fleetbench report DIR` and
+/// `fleetbench compare` need nothing else). Field meanings and units are in docs/report-format.md.
+public struct RunReport: Sendable {
+    /// The value of report.json's `schema` key.
+    public static let schema = "fleetbench.report/1"
+
+    public var toolVersion: String
+    public var scenario: ScenarioInfo
+    public var run: RunInfo
+    /// Broker URLs with credentials redacted.
+    public var brokers: [String]
+    /// Whether fleetbench started its own mosquitto for the run.
+    public var brokerEmbedded: Bool
+    /// Every threshold passed (and the run was not interrupted, as the caller decides).
+    public var passed: Bool
+    public var connections: ConnectionSummary
+    public var messages: MessageSummary
+    public var delivery: DeliveryByQoS
+    public var ackTimeouts: AckTimeoutCounts
+    /// The deadline of each ack kind, in seconds; kinds without a deadline are absent.
+    public var ackTimeoutSeconds: [AckKind: Double]
+    /// Latency histograms of the whole run, both origins (intended and sent).
+    public var latency: LatencyRecorder
+    public var thresholds: [ThresholdResult]
+    public var generator: GeneratorHealth
+    /// One point a second, oldest first.
+    public var timeline: [TimelinePoint]
+    /// Per-second latency snapshots for latency.hlog (not part of report.json).
+    public var latencyIntervals: [ReportLatencyInterval]
+    /// Per-fleet breakdowns; written when the scenario has more than one fleet.
+    public var fleets: [FleetReport]
+    public var environment: EnvironmentInfo
+
+    public init(
+        toolVersion: String, scenario: ScenarioInfo, run: RunInfo, brokers: [String] = [],
+        brokerEmbedded: Bool = false, passed: Bool = true, connections: ConnectionSummary = ConnectionSummary(),
+        messages: MessageSummary = MessageSummary(), delivery: DeliveryByQoS = DeliveryByQoS(),
+        ackTimeouts: AckTimeoutCounts = AckTimeoutCounts(), ackTimeoutSeconds: [AckKind: Double] = [:],
+        latency: LatencyRecorder = LatencyRecorder(), thresholds: [ThresholdResult] = [],
+        generator: GeneratorHealth = GeneratorHealth(), timeline: [TimelinePoint] = [],
+        latencyIntervals: [ReportLatencyInterval] = [], fleets: [FleetReport] = [],
+        environment: EnvironmentInfo = EnvironmentInfo()
+    ) {
+        self.toolVersion = toolVersion
+        self.scenario = scenario
+        self.run = run
+        self.brokers = brokers
+        self.brokerEmbedded = brokerEmbedded
+        self.passed = passed
+        self.connections = connections
+        self.messages = messages
+        self.delivery = delivery
+        self.ackTimeouts = ackTimeouts
+        self.ackTimeoutSeconds = ackTimeoutSeconds
+        self.latency = latency
+        self.thresholds = thresholds
+        self.generator = generator
+        self.timeline = timeline
+        self.latencyIntervals = latencyIntervals
+        self.fleets = fleets
+        self.environment = environment
+    }
+
+    /// Fills connections, messages and ack timeouts from a run's merged counters.
+    public mutating func setCounters(_ counters: ClientCounters, peakConnected: Int) {
+        connections = ConnectionSummary(counters: counters, peakConnected: peakConnected)
+        messages = MessageSummary(counters: counters)
+        ackTimeouts = counters.ackTimeouts
+    }
+}
+
+/// The scenario a run executed.
+public struct ScenarioInfo: Equatable, Sendable {
+    public var name: String
+    /// The path as given on the command line.
+    public var file: String
+    /// SHA-256 of the file's bytes, lowercase hex.
+    public var sha256: String
+    public var description: String?
+    /// The scenario with secrets (passwords, tokens, credentials in URLs) masked.
+    public var redacted: JSONValue?
+
+    public init(name: String, file: String, sha256: String, description: String? = nil, redacted: JSONValue? = nil) {
+        self.name = name
+        self.file = file
+        self.sha256 = sha256
+        self.description = description
+        self.redacted = redacted
+    }
+}
+
+public struct RunInfo: Equatable, Sendable {
+    /// Wall-clock start (written as RFC 3339 UTC with milliseconds).
+    public var startedAt: Date
+    /// Publishing duration actually run, in seconds.
+    public var durationSeconds: Double
+    /// Ended early by a signal or an error.
+    public var interrupted: Bool
+    public var seed: UInt64
+
+    public init(startedAt: Date, durationSeconds: Double, interrupted: Bool = false, seed: UInt64 = 0) {
+        self.startedAt = startedAt
+        self.durationSeconds = durationSeconds
+        self.interrupted = interrupted
+        self.seed = seed
+    }
+}
+
+/// A count by reason, keyed by the reason's report name (`ConnectFailureReason.reportName`,
+/// `DisconnectReason.reportName`), so a report read back keeps reasons it has no enum case for.
+public struct ReasonCount: Equatable, Sendable {
+    public var reason: String
+    public var count: UInt64
+
+    public init(_ reason: String, _ count: UInt64) {
+        self.reason = reason
+        self.count = count
+    }
+}
+
+public struct ConnectionSummary: Equatable, Sendable {
+    public var attempted: UInt64 = 0
+    public var succeeded: UInt64 = 0
+    public var failed: UInt64 = 0
+    public var reconnects: UInt64 = 0
+    public var peakConnected: UInt64 = 0
+    /// Sorted by reason name.
+    public var failuresByReason: [ReasonCount] = []
+    /// Sorted by reason name.
+    public var disconnectsByReason: [ReasonCount] = []
+
+    public init(
+        attempted: UInt64 = 0, succeeded: UInt64 = 0, failed: UInt64 = 0, reconnects: UInt64 = 0,
+        peakConnected: UInt64 = 0, failuresByReason: [ReasonCount] = [], disconnectsByReason: [ReasonCount] = []
+    ) {
+        self.attempted = attempted
+        self.succeeded = succeeded
+        self.failed = failed
+        self.reconnects = reconnects
+        self.peakConnected = peakConnected
+        self.failuresByReason = failuresByReason
+        self.disconnectsByReason = disconnectsByReason
+    }
+
+    public init(counters: ClientCounters, peakConnected: Int) {
+        attempted = counters.connectsAttempted
+        succeeded = counters.connectsSucceeded
+        failed = counters.connectsFailed
+        reconnects = counters.reconnects
+        self.peakConnected = UInt64(Swift.max(peakConnected, 0))
+        failuresByReason = Self.sorted(counters.connectFailures.map { ReasonCount($0.key.reportName, $0.value) })
+        disconnectsByReason = Self.sorted(counters.disconnects.map { ReasonCount($0.key.reportName, $0.value) })
+    }
+
+    /// Same names can come from distinct enum values (none today); they are summed.
+    static func sorted(_ counts: [ReasonCount]) -> [ReasonCount] {
+        var merged: [String: UInt64] = [:]
+        for entry in counts { merged[entry.reason, default: 0] &+= entry.count }
+        return merged.sorted { $0.key < $1.key }.map { ReasonCount($0.key, $0.value) }
+    }
+
+    public var disconnectsTotal: UInt64 { disconnectsByReason.reduce(0) { $0 &+ $1.count } }
+}
+
+public struct MessageSummary: Equatable, Sendable {
+    public var published = PerQoSCounts()
+    /// PUBACK for QoS 1, PUBCOMP for QoS 2 (QoS 0 is never acked and is not written).
+    public var acked = PerQoSCounts()
+    public var received = PerQoSCounts()
+    public var bytesIn: UInt64 = 0
+    public var bytesOut: UInt64 = 0
+
+    public init(
+        published: PerQoSCounts = PerQoSCounts(), acked: PerQoSCounts = PerQoSCounts(),
+        received: PerQoSCounts = PerQoSCounts(), bytesIn: UInt64 = 0, bytesOut: UInt64 = 0
+    ) {
+        self.published = published
+        self.acked = acked
+        self.received = received
+        self.bytesIn = bytesIn
+        self.bytesOut = bytesOut
+    }
+
+    public init(counters: ClientCounters) {
+        self.init(
+            published: counters.published, acked: counters.acked, received: counters.received,
+            bytesIn: counters.bytesIn, bytesOut: counters.bytesOut)
+    }
+}
+
+/// Delivery accounting by the publishing stream's QoS.
+public struct DeliveryByQoS: Equatable, Sendable {
+    public var qos0 = DeliveryCounts()
+    public var qos1 = DeliveryCounts()
+    public var qos2 = DeliveryCounts()
+
+    public init(qos0: DeliveryCounts = DeliveryCounts(), qos1: DeliveryCounts = DeliveryCounts(),
+                qos2: DeliveryCounts = DeliveryCounts()) {
+        self.qos0 = qos0
+        self.qos1 = qos1
+        self.qos2 = qos2
+    }
+
+    /// From the engine's array indexed by QoS (missing entries stay empty, extra ones are ignored).
+    public init(_ byIndex: [DeliveryCounts]) {
+        if byIndex.count > 0 { qos0 = byIndex[0] }
+        if byIndex.count > 1 { qos1 = byIndex[1] }
+        if byIndex.count > 2 { qos2 = byIndex[2] }
+    }
+
+    public subscript(qos: QoSLevel) -> DeliveryCounts {
+        get {
+            switch qos {
+            case .atMostOnce: return qos0
+            case .atLeastOnce: return qos1
+            case .exactlyOnce: return qos2
+            }
+        }
+        set {
+            switch qos {
+            case .atMostOnce: qos0 = newValue
+            case .atLeastOnce: qos1 = newValue
+            case .exactlyOnce: qos2 = newValue
+            }
+        }
+    }
+
+    public var total: DeliveryCounts {
+        var sum = qos0
+        sum.add(qos1)
+        sum.add(qos2)
+        return sum
+    }
+}
+
+/// One threshold's outcome.
+public struct ThresholdResult: Equatable, Sendable {
+    /// As written in the scenario, e.g. `latency.end_to_end.p99 < 50ms`.
+    public var expression: String
+    /// The metric path, e.g. `latency.end_to_end.p99`.
+    public var metric: String
+    /// The observed value in the metric's base unit (nanoseconds for times, a fraction for ratios); nil when the
+    /// run did not produce the metric (which fails the threshold).
+    public var observed: Double?
+    /// The limit in the same unit.
+    public var limit: Double?
+    public var passed: Bool
+    /// Words for people, e.g. "observed 61.2 ms, limit < 50 ms".
+    public var detail: String?
+
+    public init(
+        expression: String, metric: String, observed: Double?, limit: Double? = nil, passed: Bool,
+        detail: String? = nil
+    ) {
+        self.expression = expression
+        self.metric = metric
+        self.observed = observed
+        self.limit = limit
+        self.passed = passed
+        self.detail = detail
+    }
+}
+
+/// Whether the generator, not the broker, limited the run.
+public struct GeneratorHealth: Equatable, Sendable {
+    /// True when schedule lag or the generator's own CPU went beyond the stated bound.
+    public var saturated: Bool = false
+    /// Why, one sentence each (empty when not saturated).
+    public var saturationReasons: [String] = []
+    /// CPU time used by the fleetbench process (user + system), seconds.
+    public var cpuSeconds: Double = 0
+    public var peakRSSBytes: UInt64 = 0
+    public var lanes: Int = 0
+    /// Scheduled publishes skipped because the previous one had not gone out (engine `droppedSlots`).
+    public var droppedSlots: UInt64 = 0
+    /// QoS 1/2 publishes given up at the end of the run (engine `abandonedPublishes`).
+    public var abandonedPublishes: UInt64 = 0
+    /// Messages that carried no fleetbench header or an unknown stream (engine `foreignMessages`).
+    public var foreignMessages: UInt64 = 0
+
+    public init(
+        saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
+        lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0
+    ) {
+        self.saturated = saturated
+        self.saturationReasons = saturationReasons
+        self.cpuSeconds = cpuSeconds
+        self.peakRSSBytes = peakRSSBytes
+        self.lanes = lanes
+        self.droppedSlots = droppedSlots
+        self.abandonedPublishes = abandonedPublishes
+        self.foreignMessages = foreignMessages
+    }
+}
+
+/// One second of the run.
+public struct TimelinePoint: Equatable, Sendable {
+    /// Seconds since the start of the run (the end of the second this point covers).
+    public var t: Double
+    /// Clients connected at that moment.
+    public var connected: UInt64
+    /// Messages published during that second (all QoS).
+    public var published: UInt64
+    /// Messages received by subscribers during that second.
+    public var received: UInt64
+    /// End-to-end latency of that second's deliveries from the intended send time, ms; nil without samples.
+    public var endToEndP50Ms: Double?
+    public var endToEndP99Ms: Double?
+    /// Ack timeouts (all kinds) during that second.
+    public var ackTimeouts: UInt64
+
+    public init(
+        t: Double, connected: UInt64, published: UInt64, received: UInt64, endToEndP50Ms: Double? = nil,
+        endToEndP99Ms: Double? = nil, ackTimeouts: UInt64 = 0
+    ) {
+        self.t = t
+        self.connected = connected
+        self.published = published
+        self.received = received
+        self.endToEndP50Ms = endToEndP50Ms
+        self.endToEndP99Ms = endToEndP99Ms
+        self.ackTimeouts = ackTimeouts
+    }
+}
+
+extension TimelinePoint {
+    /// Turns points whose `published`, `received` and `ackTimeouts` are running totals since the start of the run
+    /// (as the engine's once-a-second snapshots carry them) into the per-second counts report.json holds. A total
+    /// that goes down (it should not) gives 0 for that second rather than wrapping.
+    public static func differenced(_ cumulative: [TimelinePoint]) -> [TimelinePoint] {
+        var previous = TimelinePoint(t: 0, connected: 0, published: 0, received: 0)
+        var result: [TimelinePoint] = []
+        result.reserveCapacity(cumulative.count)
+        for point in cumulative {
+            var second = point
+            second.published = point.published >= previous.published ? point.published - previous.published : 0
+            second.received = point.received >= previous.received ? point.received - previous.received : 0
+            second.ackTimeouts = point.ackTimeouts >= previous.ackTimeouts ? point.ackTimeouts - previous.ackTimeouts : 0
+            result.append(second)
+            previous = point
+        }
+        return result
+    }
+}
+
+/// One interval of latency.hlog.
+public struct ReportLatencyInterval: Sendable {
+    /// Seconds since the run's start (`RunInfo.startedAt`).
+    public var startSeconds: Double
+    public var lengthSeconds: Double
+    public var latencies: LatencyRecorder
+
+    public init(startSeconds: Double, lengthSeconds: Double, latencies: LatencyRecorder) {
+        self.startSeconds = startSeconds
+        self.lengthSeconds = lengthSeconds
+        self.latencies = latencies
+    }
+
+    /// From a lane or merged interval whose times are monotonic nanoseconds; `runStart` is the monotonic reading
+    /// that corresponds to `RunInfo.startedAt`.
+    public init(_ interval: LatencyInterval, runStart: UInt64) {
+        let start = interval.start >= runStart ? interval.start - runStart : 0
+        let end = interval.end >= interval.start ? interval.end - interval.start : 0
+        self.init(
+            startSeconds: Double(start) / 1e9, lengthSeconds: Double(end) / 1e9, latencies: interval.latencies)
+    }
+}
+
+/// The figures of one fleet of a multi-fleet scenario.
+public struct FleetReport: Sendable {
+    public var name: String
+    public var clients: Int
+    public var connections: ConnectionSummary
+    public var messages: MessageSummary
+    public var ackTimeouts: AckTimeoutCounts
+    public var delivery: DeliveryByQoS
+    public var latency: LatencyRecorder
+
+    public init(
+        name: String, clients: Int, connections: ConnectionSummary = ConnectionSummary(),
+        messages: MessageSummary = MessageSummary(), ackTimeouts: AckTimeoutCounts = AckTimeoutCounts(),
+        delivery: DeliveryByQoS = DeliveryByQoS(), latency: LatencyRecorder = LatencyRecorder()
+    ) {
+        self.name = name
+        self.clients = clients
+        self.connections = connections
+        self.messages = messages
+        self.ackTimeouts = ackTimeouts
+        self.delivery = delivery
+        self.latency = latency
+    }
+
+    public init(
+        name: String, clients: Int, counters: ClientCounters, peakConnected: Int, delivery: DeliveryByQoS,
+        latency: LatencyRecorder
+    ) {
+        self.init(
+            name: name, clients: clients, connections: ConnectionSummary(counters: counters, peakConnected: peakConnected),
+            messages: MessageSummary(counters: counters), ackTimeouts: counters.ackTimeouts, delivery: delivery,
+            latency: latency)
+    }
+}
+
+/// The machine the run ran on.
+public struct EnvironmentInfo: Equatable, Sendable {
+    public var hostname: String = ""
+    /// e.g. "Linux 6.1.0 x86_64" or the PRETTY_NAME of /etc/os-release.
+    public var os: String = ""
+    public var cores: Int = 0
+    public var memoryBytes: UInt64 = 0
+    public var fleetbenchVersion: String = ""
+
+    public init(hostname: String = "", os: String = "", cores: Int = 0, memoryBytes: UInt64 = 0,
+                fleetbenchVersion: String = "") {
+        self.hostname = hostname
+        self.os = os
+        self.cores = cores
+        self.memoryBytes = memoryBytes
+        self.fleetbenchVersion = fleetbenchVersion
+    }
+
+    /// This machine, as Foundation sees it.
+    public static func current(fleetbenchVersion: String) -> EnvironmentInfo {
+        let info = ProcessInfo.processInfo
+        var os = info.operatingSystemVersionString
+        if let release = try? String(contentsOfFile: "/etc/os-release", encoding: .utf8) {
+            for line in release.split(separator: "\n") where line.hasPrefix("PRETTY_NAME=") {
+                os = line.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    + " (" + info.operatingSystemVersionString + ")"
+            }
+        }
+        return EnvironmentInfo(
+            hostname: info.hostName, os: os, cores: info.activeProcessorCount, memoryBytes: info.physicalMemory,
+            fleetbenchVersion: fleetbenchVersion)
+    }
+}

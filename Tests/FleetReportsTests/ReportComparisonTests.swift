@@ -1,0 +1,148 @@
+import FleetMetrics
+import Foundation
+import Testing
+@testable import FleetReports
+
+@Suite("Comparing two reports")
+struct ReportComparisonTests {
+    typealias Verdict = ReportComparison.Verdict
+
+    @Test("verdict of one metric against a 10 % tolerance", arguments: [
+        (ReportComparison.Direction.lowerIsBetter, 10.0, 10.0, Verdict.same, 0.0),
+        (.lowerIsBetter, 10, 9, .better, -10),
+        (.lowerIsBetter, 10, 10.5, .worse, 5),
+        (.lowerIsBetter, 10, 11, .worse, 10),
+        (.lowerIsBetter, 10, 12, .regression, 20),
+        (.lowerIsBetter, 0, 1, .regression, .infinity),
+        (.lowerIsBetter, 0, 0, .same, 0),
+        (.lowerIsBetter, 4, 0, .better, -100),
+        (.higherIsBetter, 100, 95, .worse, -5),
+        (.higherIsBetter, 100, 80, .regression, -20),
+        (.higherIsBetter, 100, 120, .better, 20),
+        (.higherIsBetter, 0, 5, .better, .infinity),
+    ])
+    func verdict(direction: ReportComparison.Direction, baseline: Double, candidate: Double, verdict: Verdict,
+                 change: Double) {
+        let row = ReportComparison.row("m", "ms", direction, baseline, candidate, tolerance: 10)
+        #expect(row.verdict == verdict)
+        #expect(row.changePercent == change)
+    }
+
+    @Test("a metric only one report has is not comparable, and not a regression")
+    func missing() {
+        let row = ReportComparison.row("m", "ms", .lowerIsBetter, 3, nil, tolerance: 10)
+        #expect(row.verdict == .incomparable)
+        #expect(row.changePercent == nil)
+    }
+
+    @Test("tolerance as given on the command line", arguments: [
+        ("10%", 10.0 as Double?), ("10", 10), ("2.5%", 2.5), ("0", 0), ("-1%", nil), ("abc", nil), ("%", nil),
+        ("inf", nil), ("", nil),
+    ])
+    func tolerance(text: String, expected: Double?) {
+        #expect(ReportComparison.parseTolerance(text) == expected)
+    }
+
+    @Test("the same report against itself: every row the same, no regression")
+    func identical() {
+        let report = SampleReports.make()
+        let comparison = ReportComparison(baseline: report, candidate: report)
+        #expect(!comparison.hasRegression)
+        #expect(comparison.rows.allSatisfy { $0.verdict == .same })
+        #expect(comparison.rows.map(\.metric) == [
+            "latency.tcp_connect.mean", "latency.tcp_connect.p50", "latency.tcp_connect.p90", "latency.tcp_connect.p99",
+            "latency.tcp_connect.p999", "latency.tcp_connect.max",
+            "latency.puback.mean", "latency.puback.p50", "latency.puback.p90", "latency.puback.p99",
+            "latency.puback.p999", "latency.puback.max",
+            "latency.end_to_end.mean", "latency.end_to_end.p50", "latency.end_to_end.p90", "latency.end_to_end.p99",
+            "latency.end_to_end.p999", "latency.end_to_end.max",
+            "latency.schedule_lag.mean", "latency.schedule_lag.p50", "latency.schedule_lag.p90",
+            "latency.schedule_lag.p99", "latency.schedule_lag.p999", "latency.schedule_lag.max",
+            "rates.published", "rates.received",
+            "delivery.qos0.lost", "delivery.qos0.loss_ratio", "delivery.qos0.duplicated",
+            "delivery.qos1.lost", "delivery.qos1.loss_ratio", "delivery.qos1.duplicated",
+            "delivery.qos2.lost", "delivery.qos2.loss_ratio", "delivery.qos2.duplicated",
+            "ack_timeouts.puback", "ack_timeouts.pingresp", "ack_timeouts.total",
+            "connections.failed", "connections.reconnects", "generator.dropped_slots",
+        ])
+    }
+
+    /// The sample with end-to-end latency doubled, QoS 2 losing 3 messages and a slower publish rate.
+    static func worseCandidate() -> RunReport {
+        var candidate = SampleReports.make()
+        var latency = SampleReports.latency()
+        var doubled = HDRHistogram()
+        for value in stride(from: UInt64(2), through: 2000, by: 2) { doubled.record(value) }
+        latency = LatencyRecorder()
+        latency.add(SampleReports.latency().histogram(.tcpConnect, from: .sent), kind: .tcpConnect, origin: .sent)
+        latency.add(doubled, kind: .endToEnd, origin: .intended)
+        candidate.latency = latency
+        candidate.delivery.qos2.lost = 3
+        candidate.messages.published.qos0 = 95  // 345 in 3 s instead of 350: -1.4 %, within tolerance
+        return candidate
+    }
+
+    @Test("a worse candidate: latency and loss regress, a small rate drop is only worse")
+    func regressions() throws {
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 10)
+        func row(_ metric: String) throws -> ReportComparison.Row {
+            try #require(comparison.rows.first { $0.metric == metric })
+        }
+        #expect(comparison.hasRegression)
+        #expect(try row("latency.end_to_end.p99").verdict == .regression)
+        #expect(try row("latency.end_to_end.p99").baseline == 0.99)
+        #expect(try row("latency.end_to_end.p99").candidate == 1.98)
+        #expect(try row("latency.end_to_end.p99").changePercent == 100)
+        #expect(try row("latency.tcp_connect.p99").verdict == .same)
+        #expect(try row("latency.puback.p99").verdict == .incomparable)
+        #expect(try row("delivery.qos2.lost").verdict == .regression)
+        #expect(try row("delivery.qos2.lost").changePercent == .infinity)
+        #expect(try row("rates.published").verdict == .worse)
+        #expect(comparison.regressions.map(\.metric) == [
+            "latency.end_to_end.mean", "latency.end_to_end.p50", "latency.end_to_end.p90", "latency.end_to_end.p99",
+            "latency.end_to_end.p999", "latency.end_to_end.max", "delivery.qos2.lost", "delivery.qos2.loss_ratio",
+        ])
+        // Read the other way round, the same changes are improvements.
+        let reversed = ReportComparison(baseline: Self.worseCandidate(), candidate: SampleReports.make(), tolerance: 10)
+        #expect(!reversed.hasRegression)
+        #expect(reversed.rows.first { $0.metric == "latency.end_to_end.p99" }?.verdict == .better)
+    }
+
+    @Test("a tolerance of 150 % lets the doubled latency through, but never a rise from zero")
+    func wideTolerance() {
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 150)
+        #expect(comparison.regressions.map(\.metric) == ["delivery.qos2.lost", "delivery.qos2.loss_ratio"])
+    }
+
+    @Test("renderings: table, Markdown and JSON carry the same rows")
+    func renderings() throws {
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 10)
+        let table = comparison.table()
+        #expect(table.contains("\nlatency.end_to_end.p99     ms               0.99       1.98   +100 %  REGRESSION\n"))
+        #expect(table.hasSuffix("\n8 regressions beyond the 10 % tolerance: latency.end_to_end.mean, latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.p999, latency.end_to_end.max, delivery.qos2.lost, delivery.qos2.loss_ratio\n"))
+        let markdown = comparison.markdown()
+        #expect(markdown.contains("| `latency.end_to_end.p99` | ms | 0.99 | 1.98 | +100 % | **regression** |\n"))
+        #expect(markdown.contains("| `delivery.qos2.lost` | messages | 0 | 3 | +∞ % | **regression** |\n"))
+        #expect(markdown.contains("| `latency.puback.p99` | ms | 2 | – | – | not comparable |\n"))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(comparison.json().utf8)) as? [String: Any])
+        #expect(json["schema"] as? String == "fleetbench.compare/1")
+        #expect(json["has_regression"] as? Bool == true)
+        #expect(json["tolerance_percent"] as? Int == 10)
+        let rows = try #require(json["rows"] as? [[String: Any]])
+        #expect(rows.count == comparison.rows.count)
+        let lost = try #require(rows.first { $0["metric"] as? String == "delivery.qos2.lost" })
+        #expect(lost["change_percent"] is NSNull)
+        #expect(lost["from_zero"] as? Bool == true)
+        #expect(lost["verdict"] as? String == "regression")
+        #expect(lost["direction"] as? String == "lower_is_better")
+    }
+
+    @Test("comparison survives report.json: reports read back compare as the originals")
+    func fromFiles() throws {
+        let baseline = try RunReport.parse(text: try SampleReports.make().jsonText())
+        let candidate = try RunReport.parse(text: try Self.worseCandidate().jsonText())
+        let fromFiles = ReportComparison(baseline: baseline, candidate: candidate)
+        let direct = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate())
+        #expect(fromFiles.rows == direct.rows)
+    }
+}

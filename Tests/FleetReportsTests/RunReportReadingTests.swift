@@ -1,0 +1,105 @@
+import FleetMetrics
+import Foundation
+import Testing
+@testable import FleetReports
+
+@Suite("Reading report.json back")
+struct RunReportReadingTests {
+    @Test("JSON → RunReport → JSON is identical, byte for byte")
+    func roundTrip() throws {
+        let original = try SampleReports.make().jsonText()
+        let reread = try RunReport.parse(text: original)
+        #expect(try reread.jsonText() == original)
+    }
+
+    @Test("histograms come back exactly from their hdr payloads, both origins")
+    func histogramsRestored() throws {
+        let reread = try RunReport.parse(text: try SampleReports.make().jsonText())
+        let original = SampleReports.latency()
+        for kind in LatencyKind.allCases {
+            for origin in LatencyOrigin.allCases {
+                #expect(reread.latency.histogram(kind, from: origin).recordedValues()
+                    == original.histogram(kind, from: origin).recordedValues())
+            }
+        }
+        #expect(reread.fleets.count == 2)
+        #expect(reread.fleets[1].latency.histogram(.endToEnd, from: .intended).totalCount == 1)
+    }
+
+    @Test("counts, reasons, delivery and timeline survive the trip")
+    func fieldsRestored() throws {
+        let sample = SampleReports.make()
+        let reread = try RunReport.parse(text: try sample.jsonText())
+        #expect(reread.connections == sample.connections)
+        #expect(reread.messages == sample.messages)
+        #expect(reread.delivery == sample.delivery)
+        #expect(reread.ackTimeouts == sample.ackTimeouts)
+        #expect(reread.ackTimeoutSeconds == sample.ackTimeoutSeconds)
+        #expect(reread.thresholds == sample.thresholds)
+        #expect(reread.generator == sample.generator)
+        #expect(reread.timeline == sample.timeline)
+        #expect(reread.environment == sample.environment)
+        #expect(reread.scenario == sample.scenario)
+        #expect(reread.run == sample.run)
+    }
+
+    @Test("a wrong schema is refused, naming what was found")
+    func wrongSchema() throws {
+        let text = try SampleReports.make().jsonText()
+            .replacingOccurrences(of: "\"fleetbench.report/1\"", with: "\"other/2\"")
+        #expect(throws: ReportError("r.json: schema: expected \"fleetbench.report/1\", found \"other/2\"")) {
+            try RunReport.parse(text: text, file: "r.json")
+        }
+    }
+
+    @Test("a missing or mistyped key is an error naming its path", arguments: [
+        ("\"attempted\": 12", "\"attempts\": 12", "report.json: connections.attempted: missing"),
+        ("\"peak_connected\": 10", "\"peak_connected\": -1",
+         "report.json: connections.peak_connected: expected a non-negative integer, found integer -1"),
+        ("\"interrupted\": false", "\"interrupted\": \"no\"",
+         "report.json: run.interrupted: expected true or false, found string \"no\""),
+        ("\"started_at\": \"2026-11-29T15:16:30.125Z\"", "\"started_at\": \"yesterday\"",
+         "report.json: run.started_at: not an RFC 3339 date"),
+        ("\"origin\": \"sent\"", "\"origin\": \"guessed\"",
+         "report.json: latency_ms.tcp_connect.origin: expected \"intended\" or \"sent\", found \"guessed\""),
+    ])
+    func badField(original: String, replacement: String, message: String) throws {
+        let text = try SampleReports.make().jsonText()
+        #expect(text.contains(original))
+        #expect(throws: ReportError(message)) {
+            try RunReport.parse(text: text.replacingOccurrences(of: original, with: replacement))
+        }
+    }
+
+    @Test("a corrupt histogram payload is an error, not a crash")
+    func corruptHistogram() throws {
+        let text = try SampleReports.make().jsonText()
+        let range = try #require(text.range(of: "\"hdr\": \"HISTF"))
+        let corrupted = text.replacingCharacters(in: range, with: "\"hdr\": \"XISTF")
+        do {
+            _ = try RunReport.parse(text: corrupted)
+            Issue.record("a corrupt payload was accepted")
+        } catch {
+            #expect(error.message.hasPrefix("report.json: latency_ms.tcp_connect.hdr: "))
+        }
+    }
+
+    @Test("a file that is not JSON is an error with its position")
+    func notJSON() {
+        #expect(throws: ReportError.self) { try RunReport.parse(text: "{\"schema\": ", file: "x.json") }
+    }
+
+    @Test("running totals of the engine's snapshots become per-second counts")
+    func differencedTimeline() {
+        let cumulative = [
+            TimelinePoint(t: 1, connected: 11, published: 2, received: 2, endToEndP99Ms: 1.2, ackTimeouts: 0),
+            TimelinePoint(t: 2, connected: 11, published: 22, received: 21, endToEndP99Ms: 1.3, ackTimeouts: 1),
+            TimelinePoint(t: 2.9, connected: 0, published: 40, received: 40, ackTimeouts: 1),
+        ]
+        #expect(TimelinePoint.differenced(cumulative) == [
+            TimelinePoint(t: 1, connected: 11, published: 2, received: 2, endToEndP99Ms: 1.2, ackTimeouts: 0),
+            TimelinePoint(t: 2, connected: 11, published: 20, received: 19, endToEndP99Ms: 1.3, ackTimeouts: 1),
+            TimelinePoint(t: 2.9, connected: 0, published: 18, received: 19, ackTimeouts: 0),
+        ])
+    }
+}
