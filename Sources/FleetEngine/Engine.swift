@@ -127,7 +127,8 @@ public final class Engine: @unchecked Sendable {
         let origin = MonotonicClock.now()
         phases.connectStart = origin
         let merger = SnapshotMerger(laneCount: lanes.count, fleetNames: fleets.map(\.configuration.name),
-                                    origin: origin, onSnapshot: onSnapshot)
+                                    origin: origin, keepsIntervalLatencies: configuration.keepsIntervalLatencies,
+                                    onSnapshot: onSnapshot)
         let mergeQueue = self.mergeQueue
         let readyLanes = self.readyLanes
         let laneCount = lanes.count
@@ -319,6 +320,9 @@ public struct EngineResult: Sendable {
     /// One merged snapshot per second of the run (the last one may cover less than a second).
     public var timeline: [EngineSnapshot] = []
     /// The latencies of each second, merged over lanes and fleets (for latency.hlog); same seconds as `timeline`.
+    /// Compacted histograms: roughly 10-30 KB per latency kind with samples per second. Empty when the
+    /// configuration's `keepsIntervalLatencies` is false (long runs: encode each `EngineSnapshot.latency` as it
+    /// arrives in `onSnapshot` instead).
     public var intervals: [LatencyInterval] = []
     /// The run's start (monotonic ns); interval and phase times are on the same clock.
     public var origin: UInt64 = 0

@@ -200,6 +200,9 @@ public struct EngineConfiguration: Sendable {
     /// subscribers never miss the start of a stream. False: each client starts its streams as soon as it is
     /// connected, and `run(duration:)` counts from the run's start (for ramps and timelines).
     public var waitForReady = true
+    /// Whether the result keeps each second's latency histograms (`EngineResult.intervals` and the timeline's
+    /// `latency`). Off for long runs whose per-second histograms are written out from `Engine.onSnapshot`.
+    public var keepsIntervalLatencies = true
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
                 lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 1_000_000,

@@ -20,7 +20,8 @@ public struct EngineSnapshot: Sendable {
     /// milliseconds (nil when none arrived).
     public var endToEndP50Milliseconds: Double?
     public var endToEndP99Milliseconds: Double?
-    /// Every latency recorded in this interval (all fleets).
+    /// Every latency recorded in this interval (all fleets), compacted. In `EngineResult.timeline` it is empty
+    /// when the configuration's `keepsIntervalLatencies` is false (the callback always gets it).
     public var latency: LatencyRecorder
     /// Cumulative counters of the whole run so far.
     public var counters: ClientCounters
@@ -59,6 +60,7 @@ final class SnapshotMerger: @unchecked Sendable {
     let fleetNames: [String]
     let origin: UInt64
     let onSnapshot: (@Sendable (EngineSnapshot) -> Void)?
+    let keepsIntervalLatencies: Bool
     private var pending: [Int: [LaneSnapshot?]] = [:]
     /// Each lane's most recent snapshot, so a second one lane has not reported yet carries its last counters.
     private var latest: [LaneSnapshot?]
@@ -69,7 +71,9 @@ final class SnapshotMerger: @unchecked Sendable {
     /// Every interval summed, per fleet: the run's latency totals.
     private(set) var fleetLatency: [LatencyRecorder]
 
-    init(laneCount: Int, fleetNames: [String], origin: UInt64, onSnapshot: (@Sendable (EngineSnapshot) -> Void)?) {
+    init(laneCount: Int, fleetNames: [String], origin: UInt64, keepsIntervalLatencies: Bool,
+         onSnapshot: (@Sendable (EngineSnapshot) -> Void)?) {
+        self.keepsIntervalLatencies = keepsIntervalLatencies
         self.laneCount = laneCount
         self.fleetNames = fleetNames
         self.origin = origin
@@ -121,7 +125,9 @@ final class SnapshotMerger: @unchecked Sendable {
                 connected += values.connected
             }
         }
-        intervals.append(LatencyInterval(start: start, end: end, latencies: latency))
+        // Kept for the whole run: compacted (a full latency histogram is ~188 KB, mostly zeros).
+        let kept = latency.compacted()
+        if keepsIntervalLatencies { intervals.append(LatencyInterval(start: start, end: end, latencies: kept)) }
         let endToEnd = latency.histogram(.endToEnd, from: .intended)
         let snapshot = EngineSnapshot(
             t: Double(end &- origin) / 1e9, intervalStart: start, intervalEnd: end, connected: connected,
@@ -129,8 +135,14 @@ final class SnapshotMerger: @unchecked Sendable {
             ackTimeouts: counters.ackTimeouts.total,
             endToEndP50Milliseconds: endToEnd.totalCount > 0 ? Double(endToEnd.valueAtPercentile(50)) / 1000 : nil,
             endToEndP99Milliseconds: endToEnd.totalCount > 0 ? Double(endToEnd.valueAtPercentile(99)) / 1000 : nil,
-            latency: latency, counters: counters, fleets: fleets)
-        timeline.append(snapshot)
+            latency: kept, counters: counters, fleets: fleets)
         onSnapshot?(snapshot)
+        if keepsIntervalLatencies {
+            timeline.append(snapshot)
+        } else {
+            var lean = snapshot
+            lean.latency = LatencyRecorder()
+            timeline.append(lean)
+        }
     }
 }

@@ -138,7 +138,8 @@ public struct HDRHistogram: Sendable {
 
     @inline(__always)
     private mutating func makeStorageWritable() {
-        if storage.length == 0 || !isKnownUniquelyReferenced(&storage) {
+        // A compacted copy's array ends at its highest recorded index: writing grows it to full length first.
+        if storage.length < countsLength || !isKnownUniquelyReferenced(&storage) {
             storage = storage.copy(length: countsLength)
         }
     }
@@ -215,9 +216,25 @@ public struct HDRHistogram: Sendable {
 
     /// The count at a counts-array index (0 outside the array).
     public func count(atIndex index: Int) -> UInt64 {
-        guard index >= 0, index < countsLength, storage.length > 0 else { return 0 }
+        guard index >= 0, index < countsLength, index < storage.length else { return 0 }
         return storage.counts[index]
     }
+
+    /// The same histogram with its counts array cut after the highest recorded index, for values kept long
+    /// (a run's per-second intervals): a latency histogram's full array is about 188 KB, most of it zeros above
+    /// the largest value. Reads are unchanged; the first write to the copy restores the full array.
+    public func compacted() -> HDRHistogram {
+        var copy = self
+        if totalCount == 0 {
+            copy.storage = CountsStorage.unallocated
+        } else if storage.length > relevantCountsLength {
+            copy.storage = storage.copy(length: relevantCountsLength)
+        }
+        return copy
+    }
+
+    /// Bytes held by the counts array (0 until the first record).
+    public var countsStorageBytes: Int { storage.length * MemoryLayout<UInt64>.stride }
 
     /// The number of leading counts an encoder must write: up to and including the index of the maximum value
     /// (at least 1), as the reference's V2 encoder does.

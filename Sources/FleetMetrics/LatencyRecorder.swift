@@ -117,6 +117,18 @@ public struct LatencyRecorder: Sendable {
         slots.histograms[Self.slot(kind, origin)].add(histogram)
     }
 
+    /// A copy whose histograms are `compacted()`: for recorders kept long, such as a run's per-second intervals.
+    public func compacted() -> LatencyRecorder {
+        var copy = LatencyRecorder()
+        copy.makeSlotsWritable()
+        for index in slots.indices where slots.histograms[index].totalCount > 0
+            || slots.histograms[index].clampedHighCount > 0 || slots.histograms[index].clampedLowCount > 0
+        {
+            copy.slots.histograms[index] = slots.histograms[index].compacted()
+        }
+        return copy
+    }
+
     /// Empties every histogram. If no snapshot shares this recorder's histograms they are zeroed in place (no
     /// allocation); otherwise the recorder starts afresh and the snapshot keeps the old ones.
     public mutating func reset() {

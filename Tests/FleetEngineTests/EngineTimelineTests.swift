@@ -94,6 +94,29 @@ struct EngineTimelineTests {
         #expect(phases.drainEnd <= phases.disconnectEnd)
     }
 
+    @Test("without kept interval latencies the callback still gets them and the totals stay whole")
+    func intervalsNotKept() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var configuration = EngineConfiguration(
+            fleets: Self.fleets(version: .v5),
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+            readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
+        configuration.keepsIntervalLatencies = false
+        let engine = try Engine(configuration: configuration)
+        let collected = Collected()
+        engine.onSnapshot = { snapshot in collected.snapshots.withLock { $0.append(snapshot) } }
+        let result = engine.run(duration: 2_000_000_000)
+        let live = collected.snapshots.withLock { $0 }
+        var seen: UInt64 = 0
+        for snapshot in live { seen += snapshot.latency.histogram(.endToEnd, from: .intended).totalCount }
+        #expect(seen == 300)
+        #expect(result.intervals.isEmpty)
+        #expect(result.timeline.count == live.count)
+        #expect(result.timeline.allSatisfy { $0.latency.kindsWithSamples.isEmpty })
+        #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 300)
+    }
+
     @Test("a ramp spreads a fleet's first connects from its start offset")
     func rampSchedule() throws {
         let settings = MQTTSessionSettings(version: .v5, keepAliveSeconds: 30)
