@@ -173,6 +173,7 @@ public final class Engine: @unchecked Sendable {
                 lane.emitSnapshot(end: lane.now, isFinal: true)
                 lane.onSnapshot = nil
             }
+            lane.stopThreadDriver()
         }
         phases.disconnectEnd = MonotonicClock.now()
         phases.allReady = readyLanes.state.withLock { $0.allReadyAt }

@@ -203,6 +203,8 @@ public struct EngineConfiguration: Sendable {
     /// Whether the result keeps each second's latency histograms (`EngineResult.intervals` and the timeline's
     /// `latency`). Off for long runs whose per-second histograms are written out from `Engine.onSnapshot`.
     public var keepsIntervalLatencies = true
+    /// How lanes wait for readiness (see `LaneDriver`).
+    public var laneDriver = LaneDriver.thread
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
                 lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 1_000_000,

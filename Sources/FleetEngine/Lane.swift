@@ -26,6 +26,7 @@ final class Lane: @unchecked Sendable {
     let timer: Int32
     var armedDeadline: UInt64 = .max
     private var source: DispatchSourceRead?
+    var threadDriver: LaneThread?
 
     /// Read scratch shared by the lane's clients: only partial packets are kept per client.
     var readBuffer: UnsafeMutableRawBufferPointer
@@ -110,10 +111,14 @@ final class Lane: @unchecked Sendable {
         metrics = LaneMetrics(fleetCount: fleets.count, start: origin)
         metrics.publishedPerStream = Array(repeating: 0, count: publishedStreams)
         nextSnapshotAt = origin &+ snapshotInterval
-        let source = DispatchSource.makeReadSource(fileDescriptor: epoll.fileDescriptor, queue: queue)
-        source.setEventHandler { [unowned self] in self.turn() }
-        self.source = source
-        source.resume()
+        if configuration.laneDriver == .thread, (try? startThreadDriver()) != nil {
+            // Started; a failure falls back to the dispatch source below.
+        } else {
+            let source = DispatchSource.makeReadSource(fileDescriptor: epoll.fileDescriptor, queue: queue)
+            source.setEventHandler { [unowned self] in self.turn() }
+            self.source = source
+            source.resume()
+        }
         queue.async { [self] in
             now = MonotonicClock.now()
             for client in clients.indices {
@@ -146,6 +151,10 @@ final class Lane: @unchecked Sendable {
             for event in 0..<count {
                 let token = epoll.token(at: event)
                 let flags = epoll.events(at: event)
+                if token == Self.wakeToken {
+                    _ = try? threadDriver?.wake.drain()
+                    continue
+                }
                 if token == Self.timerToken {
                     var expirations: UInt64 = 0
                     _ = Glibc.read(timer, &expirations, 8)

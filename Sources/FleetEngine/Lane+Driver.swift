@@ -1,0 +1,72 @@
+import CLinux
+import Dispatch
+import FleetTransport
+import Glibc
+import Synchronization
+
+/// How a lane learns that its epoll set is ready.
+public enum LaneDriver: Sendable, Equatable {
+    /// A thread per lane blocks in epoll_wait and runs each turn through `queue.sync`, which an idle serial
+    /// queue executes inline on the calling thread: no thread hop and no re-arming per wakeup.
+    case thread
+    /// A DispatchSourceRead on the epoll fd. libdispatch registers it one-shot, so every wakeup costs two
+    /// epoll_ctl calls on its manager thread and a hop to a worker thread.
+    case dispatchSource
+}
+
+/// The `.thread` driver's state, shared between the lane and its thread.
+final class LaneThread: @unchecked Sendable {
+    // @unchecked: `thread` is written once before the thread runs and read after it was told to stop.
+    let shutdown = Atomic<Bool>(false)
+    let wake: EventNotifier
+    var thread = pthread_t()
+    var started = false
+
+    init() throws { wake = try EventNotifier() }
+}
+
+extension Lane {
+    static let wakeToken: UInt64 = .max - 1
+
+    /// Starts the driver thread: wait until the epoll set is ready, run a turn, again, until stopped.
+    func startThreadDriver() throws {
+        let driver = try LaneThread()
+        try epoll.add(driver.wake.fileDescriptor, events: .readable, token: Self.wakeToken)
+        threadDriver = driver
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        let result = pthread_create(&driver.thread, nil, { argument in
+            guard let argument else { return nil }
+            let lane = Unmanaged<Lane>.fromOpaque(argument).takeRetainedValue()
+            lane.driveUntilShutdown()
+            return nil
+        }, retained)
+        if result != 0 {
+            Unmanaged<Lane>.fromOpaque(retained).release()
+            throw SystemError(call: "pthread_create", errno: result)
+        }
+        driver.started = true
+    }
+
+    private func driveUntilShutdown() {
+        guard let driver = threadDriver else { return }
+        // One event is enough to learn that something is ready (level-triggered: nothing is consumed here);
+        // the turn fetches the events itself.
+        var event = fb_epoll_event_make(0, 0)
+        while !driver.shutdown.load(ordering: .acquiring) {
+            let count = epoll_wait(epoll.fileDescriptor, &event, 1, -1)
+            if count < 0 && errno != EINTR { break }
+            if driver.shutdown.load(ordering: .acquiring) { break }
+            if count > 0 { queue.sync { self.turn() } }
+        }
+    }
+
+    /// Stops and joins the driver thread (call from outside the lane's queue, after `stop()`).
+    func stopThreadDriver() {
+        guard let driver = threadDriver, driver.started else { return }
+        driver.shutdown.store(true, ordering: .releasing)
+        try? driver.wake.signal()
+        pthread_join(driver.thread, nil)
+        driver.started = false
+        queue.sync { try? epoll.remove(driver.wake.fileDescriptor) }
+    }
+}
