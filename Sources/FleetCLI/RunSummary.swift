@@ -28,14 +28,14 @@ enum RunSummary {
                 .map { "\($0.reportName) \(report.ackTimeouts[$0])" }.joined(separator: ", ")
             lines.append("  ack timeouts  \(kinds)")
         }
-        lines.append("  latency (ms)  kind              count      p50      p90      p99    p99.9      max")
+        lines.append("  latency (ms)  kind                 count      p50      p90      p99    p99.9      max")
         for kind in report.latency.kindsWithSamples {
             let origin: LatencyOrigin = [.puback, .pubrec, .pubcomp, .endToEnd, .requestResponse, .scheduleLag].contains(kind)
                 ? .intended : .sent
             let histogram = report.latency.histogram(kind, from: origin)
             guard histogram.totalCount > 0 else { continue }
             func ms(_ percentile: Double) -> String { pad(format(Double(histogram.valueAtPercentile(percentile)) / 1000), 9) }
-            lines.append("                " + kind.reportName.padding(toLength: 14, withPad: " ", startingAt: 0)
+            lines.append("                " + kind.reportName.padding(toLength: 17, withPad: " ", startingAt: 0)
                 + pad(String(histogram.totalCount), 9) + ms(50) + ms(90) + ms(99) + ms(99.9)
                 + pad(format(Double(histogram.max) / 1000), 9))
         }

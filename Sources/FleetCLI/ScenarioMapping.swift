@@ -60,31 +60,75 @@ enum ScenarioMapping {
         }
     }
 
-    /// Payload size for the engine's fleetbench payload (header + send time + filler). Templates are rendered
-    /// once to find their typical size until the engine renders templates itself.
-    static func payloadSize(_ payload: Payload) -> Int {
-        switch payload {
-        case .filler(let size): return size
-        case .template(let template): return max(template.literalByteCount + 16, EndToEndPayloadSize.minimum)
-        }
-    }
-
-    /// Ramp stages: when each fleet starts connecting and at which rate.
-    static func ramps(_ scenario: Scenario) -> [String: (offset: UInt64, rate: Double?)] {
-        var ramps: [String: (UInt64, Double?)] = [:]
+    /// Ramp stages: when each fleet starts connecting and how its connects are spread.
+    static func ramps(_ scenario: Scenario) -> [String: (offset: UInt64, ramp: ConnectRamp)] {
+        var ramps: [String: (UInt64, ConnectRamp)] = [:]
         var time: UInt64 = 0
         for stage in scenario.stages {
             if case let .rampUp(fleet, rate) = stage.kind {
                 let names = fleet.map { [$0] } ?? scenario.fleets.map(\.name).filter { ramps[$0] == nil }
                 for name in names {
-                    guard let count = scenario.fleets.first(where: { $0.name == name })?.count else { continue }
-                    let seconds = stage.duration.seconds
-                    ramps[name] = (time, rate ?? (seconds > 0 ? Double(count) / seconds : nil))
+                    ramps[name] = (time, rate.map { .rate(perSecond: $0) } ?? .over(duration: stage.duration.nanoseconds))
                 }
             }
             time += stage.duration.nanoseconds
         }
         return ramps
+    }
+
+    /// An engine payload for a scenario payload: filler becomes the binary fleetbench payload; templates are
+    /// handed to the engine's renderer (the fleet name is fixed per fleet, so it is written in as text).
+    static func payload(_ payload: Payload, fleet: String) throws -> EnginePayload {
+        switch payload {
+        case .filler(let size):
+            return .binary(size: size)
+        case .template(let template):
+            let source = engineTemplateSource(template, fleet: fleet)
+            do {
+                return .template(try FleetEngine.PayloadTemplate(source))
+            } catch {
+                throw UnsupportedFeature(description: "fleet '\(fleet)': payload template: \(error)")
+            }
+        }
+    }
+
+    /// The engine template text of a compiled scenario template. The engine reads `{` followed by a lowercase
+    /// letter or `_` as a generator and `{{` as one literal `{`: literal braces in that position are doubled.
+    static func engineTemplateSource(_ template: FleetScenario.PayloadTemplate, fleet: String) -> String {
+        var pieces: [(text: String, literal: Bool)] = []
+        for segment in template.segments {
+            switch segment {
+            case .literal(let bytes):
+                pieces.append((String(decoding: bytes, as: UTF8.self), true))
+            case .generator(let generator, _):
+                switch generator {
+                case .clientID: pieces.append(("{client_id}", false))
+                case .index: pieces.append(("{i}", false))
+                case .fleet: pieces.append((fleet, true))
+                case .sequence: pieces.append(("{seq}", false))
+                case .timestampMilliseconds: pieces.append(("{ts_ms}", false))
+                case .random(let range): pieces.append(("{rand:\(range.lowerBound)..\(range.upperBound)}", false))
+                case .choice(let options): pieces.append(("{choice:" + options.joined(separator: "|") + "}", false))
+                case .uuid: pieces.append(("{uuid}", false))
+                }
+            }
+        }
+        var source = ""
+        for (index, piece) in pieces.enumerated() {
+            guard piece.literal else {
+                source += piece.text
+                continue
+            }
+            let characters = Array(piece.text)
+            for (position, character) in characters.enumerated() {
+                source.append(character)
+                guard character == "{" else { continue }
+                let next: Character? = position + 1 < characters.count
+                    ? characters[position + 1] : (index + 1 < pieces.count ? pieces[index + 1].text.first : nil)
+                if let next, next == "{" || next == "_" || (next.isASCII && next.isLowercase) { source.append("{") }
+            }
+        }
+        return source
     }
 
     static func engineConfiguration(
@@ -94,52 +138,72 @@ enum ScenarioMapping {
         var sources: [SocketAddress] = []
         var fleets: [EngineFleet] = []
         for fleet in scenario.fleets {
-            if !fleet.requests.isEmpty || fleet.responder != nil {
-                throw UnsupportedFeature(description: "fleet '\(fleet.name)': request/response is not implemented yet")
-            }
             for address in fleet.sourceAddresses {
                 sources.append(try SocketAddress(ipAddress: address, port: 0))
             }
             let version = version(fleet.protocolVersion)
-            var random = SystemRandomNumberGenerator()
-            // The will is shared by the fleet's session settings: rendered once, for the fleet (per-client
-            // placeholders in will topics are not supported yet and are rejected below).
-            let will = fleet.will.map { will in
-                MQTTWill(topic: will.topic.render(fleet: fleet.name),
-                         payload: will.payload.render(clientID: "", index: 0, fleet: fleet.name, sequence: 0,
-                                                      timestampMilliseconds: 0, using: &random),
-                         qos: qos(will.qos), retain: will.retain)
+            let willSpecification = fleet.will
+            let fleetName = fleet.name
+            @Sendable func willFor(_ index: Int, _ clientID: String) -> MQTTWill? {
+                guard let will = willSpecification else { return nil }
+                var random = SystemRandomNumberGenerator()
+                return MQTTWill(
+                    topic: will.topic.render(clientID: clientID, index: index, fleet: fleetName),
+                    payload: will.payload.render(clientID: clientID, index: index, fleet: fleetName, sequence: 0,
+                                                 timestampMilliseconds: 0, using: &random),
+                    qos: qos(will.qos), retain: will.retain, properties: willProperties(will))
             }
-            if let will = fleet.will, !will.topic.placeholders.isSubset(of: [.fleet]) {
-                throw UnsupportedFeature(description: "fleet '\(fleet.name)': per-client placeholders in the will topic are not supported yet")
+            let will = willFor(0, "")
+            // A will that names the client (its topic or payload) needs settings per client.
+            let willVaries = fleet.will.map { will in
+                !will.topic.placeholders.isSubset(of: [.fleet]) || will.payload.segments.contains {
+                    if case .generator(let generator, _) = $0 { return generator != .fleet }
+                    return false
+                }
+            } ?? false
+            let keepAlive = UInt16(min(fleet.keepalive.nanoseconds / 1_000_000_000, 65_535))
+            let expiry = UInt32(min((fleet.sessionExpiry?.nanoseconds ?? 0) / 1_000_000_000, UInt64(UInt32.max)))
+            let username = fleet.credentials?.username?.resolved
+            let password = fleet.credentials?.password.map { [UInt8]($0.resolved.utf8) }
+            let window = UInt16(clamping: max(fleet.inflightWindow, 1))
+            let ackTimeouts = timeouts(fleet.ackTimeouts)
+            let cleanStart = fleet.cleanStart
+            @Sendable func settings(will: MQTTWill?) -> MQTTSessionSettings {
+                MQTTSessionSettings(
+                    version: version, cleanStart: cleanStart, keepAliveSeconds: keepAlive,
+                    sessionExpiryInterval: expiry, username: username, password: password, will: will,
+                    inFlightWindow: window, timeouts: ackTimeouts)
             }
-            let settings = MQTTSessionSettings(
-                version: version, cleanStart: fleet.cleanStart,
-                keepAliveSeconds: UInt16(min(fleet.keepalive.nanoseconds / 1_000_000_000, 65_535)),
-                sessionExpiryInterval: UInt32(min((fleet.sessionExpiry?.nanoseconds ?? 0) / 1_000_000_000, UInt64(UInt32.max))),
-                username: fleet.credentials?.username?.resolved,
-                password: fleet.credentials?.password.map { [UInt8]($0.resolved.utf8) },
-                will: will, inFlightWindow: UInt16(clamping: fleet.inflightWindow),
-                timeouts: timeouts(fleet.ackTimeouts))
+            let sharedSettings = settings(will: will)
             let name = fleet.name
             let clientPattern = fleet.clientID
             let subscriptionPatterns = fleet.subscriptions
             var streams: [EngineStream] = []
             for publish in fleet.publishes {
-                streams.append(stream(topic: publish.topic, qos: publish.qos, retain: publish.retain,
-                                      schedule: publish.schedule, payload: publish.payload,
-                                      behind: publish.behindSchedule, limit: publish.limit, fleet: name))
+                streams.append(try stream(topic: publish.topic, qos: publish.qos, retain: publish.retain,
+                                          schedule: publish.schedule, payload: publish.payload,
+                                          behind: publish.behindSchedule, limit: publish.limit, fleet: name))
             }
             if let heartbeat = fleet.heartbeat {
-                streams.append(stream(topic: heartbeat.topic, qos: heartbeat.qos, retain: heartbeat.retain,
-                                      schedule: .interval(every: heartbeat.interval, jitter: .zero),
-                                      payload: heartbeat.payload, behind: .drop, limit: nil, fleet: name))
+                streams.append(try stream(topic: heartbeat.topic, qos: heartbeat.qos, retain: heartbeat.retain,
+                                          schedule: .interval(every: heartbeat.interval, jitter: .zero),
+                                          payload: heartbeat.payload, behind: .drop, limit: nil, fleet: name))
+            }
+            for request in fleet.requests {
+                var requestStream = try stream(
+                    topic: request.topic, qos: request.qos, retain: false, schedule: request.schedule,
+                    payload: request.payload, behind: .catchUp, limit: nil, fleet: name)
+                let replyPattern = request.responseTopic
+                requestStream.request = EngineRequest(
+                    targetFleet: request.targetFleet, selection: .roundRobin,
+                    replyTopic: { index, clientID in replyPattern.render(clientID: clientID, index: index, fleet: name) })
+                streams.append(requestStream)
             }
             let ramp = ramps[fleet.name]
             var engineFleet = EngineFleet(
                 name: name, count: fleet.count,
                 clientID: { index in clientPattern.render(index: index, fleet: name) },
-                session: settings,
+                session: sharedSettings,
                 subscriptions: { index, clientID in
                     subscriptionPatterns.map { subscription in
                         MQTTSubscription(
@@ -151,9 +215,24 @@ enum ScenarioMapping {
                     }
                 },
                 streams: streams, reconnect: reconnect(fleet.reconnect),
-                connectRate: ramp?.rate ?? fleet.connectRate,
+                connectRate: fleet.connectRate,
                 maxConnectsInFlight: fleet.maxConnectsInFlight)
             engineFleet.startOffset = ramp?.offset ?? 0
+            engineFleet.ramp = ramp?.ramp
+            if willVaries {
+                engineFleet.sessionSettings = { index, clientID in settings(will: willFor(index, clientID)) }
+            }
+            if let responder = fleet.responder {
+                let commandPattern = responder.topic
+                let replyPattern = responder.replyTopic
+                var replyTopic: (@Sendable (Int, String) -> String)?
+                if let replyPattern {
+                    replyTopic = { index, clientID in replyPattern.render(clientID: clientID, index: index, fleet: name) }
+                }
+                engineFleet.responder = EngineResponder(
+                    commandTopic: { index, clientID in commandPattern.render(clientID: clientID, index: index, fleet: name) },
+                    replyTopic: replyTopic, qos: qos(responder.qos))
+            }
             fleets.append(engineFleet)
         }
         return EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes, seed: seed)
@@ -161,16 +240,26 @@ enum ScenarioMapping {
 
     static func stream(
         topic: NamePattern, qos scenarioQoS: QoS, retain: Bool, schedule: FleetScenario.PublishSchedule,
-        payload: Payload, behind: BehindSchedulePolicy, limit: Int?, fleet: String
-    ) -> EngineStream {
-        EngineStream(
+        payload scenarioPayload: Payload, behind: BehindSchedulePolicy, limit: Int?, fleet: String
+    ) throws -> EngineStream {
+        var messageLimit = limit.map { UInt64($0) }
+        if case .onConnect(let count) = schedule { messageLimit = UInt64(max(count, 1)) }
+        return EngineStream(
             topic: { index, clientID in topic.render(clientID: clientID, index: index, fleet: fleet) },
             qos: qos(scenarioQoS), retain: retain, plan: plan(schedule), behind: behind == .drop ? .drop : .catchUp,
-            payloadSize: payloadSize(payload), messageLimit: limit.map { UInt64($0) })
+            payload: try payload(scenarioPayload, fleet: fleet), messageLimit: messageLimit)
     }
-}
 
-enum EndToEndPayloadSize {
-    /// Header (24 bytes) and actual send time (8 bytes).
-    static let minimum = 32
+    static func willProperties(_ will: Will) -> [MQTTProperty] {
+        var properties: [MQTTProperty] = []
+        if let delay = will.delay { properties.append(.willDelayInterval(UInt32(min(delay.nanoseconds / 1_000_000_000, UInt64(UInt32.max))))) }
+        if let type = will.properties.contentType { properties.append(.contentType(type)) }
+        if let expiry = will.properties.messageExpiry {
+            properties.append(.messageExpiryInterval(UInt32(min(expiry.nanoseconds / 1_000_000_000, UInt64(UInt32.max)))))
+        }
+        if let utf8 = will.properties.payloadIsUTF8 { properties.append(.payloadFormatIndicator(utf8 ? 1 : 0)) }
+        if let topic = will.properties.responseTopic { properties.append(.responseTopic(topic)) }
+        for property in will.properties.userProperties { properties.append(.userProperty(name: property.name, value: property.value)) }
+        return properties
+    }
 }

@@ -100,7 +100,7 @@ public final class Engine: @unchecked Sendable {
                     fleet: fleet.index, indexInFleet: index, globalIndex: global,
                     broker: brokers[global % brokers.count],
                     source: sources.isEmpty ? nil : sources[global % sources.count],
-                    session: MQTTClientSession(settings: settings.session, clientID: clientID),
+                    session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID),
                     subscriptions: subscriptions, streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
                 global += 1

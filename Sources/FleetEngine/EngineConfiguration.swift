@@ -137,6 +137,9 @@ public struct EngineFleet: Sendable {
     public var startOffset: UInt64 = 0
     /// Makes every client of the fleet answer requests on its command topic.
     public var responder: EngineResponder?
+    /// Per-client session settings, for what differs by client (a will topic with the client id): when set it
+    /// replaces `session` for each client. Costs one settings object per client, so leave nil when not needed.
+    public var sessionSettings: (@Sendable (_ index: Int, _ clientID: String) -> MQTTSessionSettings)?
     /// How the fleet's first connects are spread (nil: all at once, paced only by `connectRate` and
     /// `maxConnectsInFlight`). Reconnects are not ramped.
     public var ramp: ConnectRamp?
