@@ -30,7 +30,7 @@ extension Lane {
             clients[client].wantsWritable = true
             clients[client].phase = .connecting
             wheel.schedule(client: client, kind: TimerKind.connectTimeout,
-                           deadline: now &+ fleets[fleet].configuration.session.timeouts.connAck)
+                           deadline: now &+ clients[client].session.settings.timeouts.connAck)
             if try socket.connect(to: broker) == .connected { tcpConnected(client) }
         } catch {
             connectFailed(client, reason: Self.connectFailure(error))
