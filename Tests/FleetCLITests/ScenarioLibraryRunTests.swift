@@ -12,7 +12,7 @@ struct ScenarioLibraryRunTests {
         ("command-and-control.json", ["--scale", "0.02", "--duration", "5s"]),
         ("chat-room.json", ["--scale", "0.2", "--duration", "5s"]),
         ("ota-broadcast.json", ["--scale", "0.01", "--duration", "5s",
-                                "--set", #"fleets.ota-server.publish[0].schedule={"type": "interval", "every": "1s"}"#]),
+                                "--set", #"fleets.ota-server.publish.firmware.schedule={"type": "interval", "every": "1s"}"#]),
         ("connection-soak.json", ["--scale", "0.01", "--duration", "4s"]),
         ("tunnel-reconnect-storm.json", [
             "--scale", "0.01", "--set", "duration=12s", "--set",
