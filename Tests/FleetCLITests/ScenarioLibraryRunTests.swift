@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+/// Every scenario of the library, run at small scale by the built binary against the embedded mosquitto: it
+/// must pass its own thresholds, connect every client and lose or duplicate nothing at QoS 1 and 2.
+@Suite("the scenario library at small scale")
+struct ScenarioLibraryRunTests {
+    /// Extra arguments per scenario so that each finishes in seconds and still exercises what it is about.
+    static let runs: [(file: String, arguments: [String])] = [
+        ("quickstart.json", ["--duration", "4s"]),
+        ("vehicle-telemetry.json", ["--scale", "0.02", "--duration", "5s"]),
+        ("command-and-control.json", ["--scale", "0.02", "--duration", "5s"]),
+        ("chat-room.json", ["--scale", "0.2", "--duration", "5s"]),
+        ("ota-broadcast.json", ["--scale", "0.01", "--duration", "5s",
+                                "--set", #"fleets.ota-server.publish.firmware.schedule={"type": "interval", "every": "1s"}"#]),
+        ("connection-soak.json", ["--scale", "0.01", "--duration", "4s"]),
+        ("tunnel-reconnect-storm.json", [
+            "--scale", "0.01", "--set", "duration=12s", "--set",
+            #"stages=[{"type": "ramp_up", "over": "1s"}, {"type": "steady", "duration": "2s"}, "#
+                + #"{"type": "tunnel", "fleet": "vehicles", "fraction": "50%", "outage": ["1s", "2s"], "duration": "3s"}, "#
+                + #"{"type": "steady", "duration": "6s"}]"#,
+        ]),
+    ]
+
+    @Test("runs, passes its thresholds, loses nothing", arguments: runs.map(\.file))
+    func library(file: String) throws {
+        let arguments = try #require(Self.runs.first { $0.file == file }).arguments
+        let out = RunEndToEndTests.temporaryDirectory("library-\(file)")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let outcome = try RunEndToEndTests.run(["run", "scenarios/" + file, "--out", out, "--quiet"] + arguments)
+        #expect(outcome.status == 0, "\(file): exit \(outcome.status)\n\(outcome.output)\n\(outcome.error)")
+        let report = try RunEndToEndTests.report(in: out)
+        let connections = try #require(report["connections"] as? [String: Any])
+        #expect(connections["failed"] as? Int == 0)
+        #expect((connections["succeeded"] as? Int ?? 0) > 0)
+        let delivery = try #require(report["delivery"] as? [String: Any])
+        for qos in ["qos1", "qos2"] {
+            let counts = try #require(delivery[qos] as? [String: Any])
+            #expect(counts["lost"] as? Int == 0, "\(file) \(qos)")
+            #expect(counts["duplicated"] as? Int == 0, "\(file) \(qos)")
+        }
+        #expect(report["passed"] as? Bool == true)
+    }
+}
