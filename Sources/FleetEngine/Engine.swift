@@ -223,6 +223,8 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].requestsAnswered += values.requestsAnswered
                 fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
                 fleetResults[fleet].responsesReceived += values.responsesReceived
+                fleetResults[fleet].requestsSent += values.requestsSent
+                fleetResults[fleet].responsesLate += values.responsesLate
             }
             for (stream, count) in metrics.publishedPerStream.enumerated() { published[stream] += count }
         }
@@ -347,9 +349,15 @@ public struct EngineFleetResult: Sendable {
     /// Responder side: requests answered, and requests that could not be (no reply topic, window full, closed).
     public var requestsAnswered: UInt64 = 0
     public var requestsUnanswered: UInt64 = 0
-    /// Requester side: replies received to the fleet's requests (round trips in `latency`, kind
-    /// `.requestResponse`).
+    /// Requester side: requests sent, replies received to them (round trips in `latency`, kind
+    /// `.requestResponse`), and replies later than the request stream's timeout.
+    public var requestsSent: UInt64 = 0
     public var responsesReceived: UInt64 = 0
+    public var responsesLate: UInt64 = 0
+    /// Requests without a reply by the end of the run, plus late replies.
+    public var requestsTimedOut: UInt64 {
+        (requestsSent > responsesReceived ? requestsSent - responsesReceived : 0) &+ responsesLate
+    }
     /// Churn disconnects that found no connected client of the fleet on their lane.
     public var churnSkipped: UInt64 = 0
 

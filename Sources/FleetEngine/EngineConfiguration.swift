@@ -38,11 +38,15 @@ public struct EngineRequest: Sendable {
     public var selection: TargetSelection
     /// Where requester `index` (with its client id) receives replies; see the type's description.
     public var replyTopic: @Sendable (_ index: Int, _ clientID: String) -> String
+    /// A reply later than this (ns, from the request's intended time) counts as timed out, as does a request
+    /// that got no reply by the end of the run. 0: only missing replies count.
+    public var timeout: UInt64
 
-    public init(targetFleet: String, selection: TargetSelection = .roundRobin,
+    public init(targetFleet: String, selection: TargetSelection = .roundRobin, timeout: UInt64 = 0,
                 replyTopic: @escaping @Sendable (Int, String) -> String) {
         self.targetFleet = targetFleet
         self.selection = selection
+        self.timeout = timeout
         self.replyTopic = replyTopic
     }
 }

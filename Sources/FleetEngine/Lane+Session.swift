@@ -181,6 +181,7 @@ extension Lane {
         case .sent:
             metrics.fleets[clients[client].fleet].counters.published[QoSLevel(state.qos)] += 1
             metrics.publishedPerStream[Int(state.streamID)] += 1
+            if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
             metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: due.lag / 1000)
             return true
         case .windowFull:

@@ -42,8 +42,10 @@ public struct FleetLaneMetrics: Sendable {
     /// Responder side: requests answered, and requests that could not be (no reply topic, window full).
     public var requestsAnswered: UInt64 = 0
     public var requestsUnanswered: UInt64 = 0
-    /// Requester side: replies received to this fleet's requests.
+    /// Requester side: requests sent, replies received to them, and replies that came after the timeout.
+    public var requestsSent: UInt64 = 0
     public var responsesReceived: UInt64 = 0
+    public var responsesLate: UInt64 = 0
     /// Churn disconnects that found no connected client of the fleet on the lane.
     public var churnSkipped: UInt64 = 0
     /// Clients of the fleet connected now, and the peak.

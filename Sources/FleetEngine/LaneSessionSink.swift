@@ -25,6 +25,8 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     /// Global ids of the client's own streams, and which of them are request streams (by stream index).
     let ownStreams: Range<UInt32>
     let isRequestStream: [Bool]
+    /// Per stream index: the request timeout in ns (0: none).
+    let requestTimeouts: [UInt64]
 
     init(lane: Lane, client: Int) {
         self.lane = lane
@@ -37,9 +39,11 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             let first = UInt32(runtime.firstStream + lane.clients[client].indexInFleet * runtime.configuration.streams.count)
             ownStreams = first..<(first + UInt32(runtime.configuration.streams.count))
             isRequestStream = runtime.isRequestStream
+            requestTimeouts = runtime.requestTimeouts
         } else {
             ownStreams = 0..<0
             isRequestStream = []
+            requestTimeouts = []
         }
         self.subscriberKey = UInt64(lane.clients[client].globalIndex) << 32
     }
@@ -101,16 +105,19 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         // Only binary-header payloads carry the actual send time; text headers measure from the intended time.
         let sentAt = payload[0] == EndToEndHeader.magic
             ? EndToEndPayload.sentTime(in: payload) ?? header.intendedTime : header.intendedTime
-        lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
         if ownStreams.contains(header.streamID), isRequestStream[Int(header.streamID - ownStreams.lowerBound)] {
-            // A reply to one of this client's requests: the payload echoes the request's header.
+            // A reply to one of this client's requests: the payload echoes the request's header. A round trip,
+            // not an end-to-end delivery.
             lane.metrics.fleets[fleet].latency.record(.requestResponse, intendedAt: header.intendedTime, sentAt: sentAt,
                                                       completedAt: now)
             lane.metrics.fleets[fleet].responsesReceived += 1
+            let timeout = requestTimeouts[Int(header.streamID - ownStreams.lowerBound)]
+            if timeout > 0 && now &- header.intendedTime > timeout { lane.metrics.fleets[fleet].responsesLate += 1 }
             return
         }
         // Someone else's request or reply (3.1.1 reply filters catch every requester's replies): no accounting.
         if Int(header.streamID) < lane.streamTracked.count, !lane.streamTracked[Int(header.streamID)] { return }
+        lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
         let key = subscriberKey | UInt64(header.streamID)
         let stream: Int
         if let known = lane.metrics.deliveryKeys[key] {

@@ -13,6 +13,7 @@ final class FleetRuntime: @unchecked Sendable {
     /// Per stream index: whether it is a request stream (its replies come back to the requester).
     let isRequestStream: [Bool]
     let hasRequestStreams: Bool
+    let requestTimeouts: [UInt64]
     /// Responder fleets: each client's command topic and 3.1.1 reply topic (empty arrays otherwise).
     let commandTopics: [MQTTTopicName]
     let replyTopics: [MQTTTopicName]
@@ -27,6 +28,7 @@ final class FleetRuntime: @unchecked Sendable {
             return []
         }
         isRequestStream = configuration.streams.map { $0.request != nil }
+        requestTimeouts = configuration.streams.map { $0.request?.timeout ?? 0 }
         hasRequestStreams = isRequestStream.contains(true)
         if let responder = configuration.responder {
             var commands: [MQTTTopicName] = []

@@ -56,8 +56,13 @@ struct EngineRequestResponseTests {
         #expect(cars.requestsUnanswered == 0)
         #expect(cars.counters.published[.atLeastOnce] == 20)
         #expect(cars.counters.acked[.atLeastOnce] == 20)
+        #expect(backend.requestsSent == 20)
         #expect(backend.responsesReceived == 20)
+        #expect(backend.responsesLate == 0)
+        #expect(backend.requestsTimedOut == 0)
         #expect(backend.latency.histogram(.requestResponse, from: .intended).totalCount == 20)
+        // Replies are round trips, not end-to-end deliveries.
+        #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 0)
         #expect(backend.latency.histogram(.requestResponse, from: .sent).totalCount == 20)
         // 3.1.1: both requesters receive all 20 replies, and each counts only its own 10 as round trips.
         #expect(backend.counters.received[.atLeastOnce] == (version == .v5 ? 20 : 40))
@@ -80,6 +85,42 @@ struct EngineRequestResponseTests {
         #expect(result.fleets["backend"]?.responsesReceived == 21)
         let answered = engine.lanes[0].clients.filter { $0.fleet == 0 }.map { $0.session.statistics.published(.atLeastOnce) }
         #expect(answered == [7, 7, 7])
+    }
+
+    @Test("replies later than the request timeout count as timed out")
+    func lateReplies() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var fleets = Self.fleets(version: .v5, selection: .roundRobin)
+        // 1 ns: no reply can make it, so each of the 20 is late.
+        fleets[1].streams[0].request?.timeout = 1
+        let configuration = EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+            readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
+        let backend = try #require(result.fleets["backend"])
+        #expect(backend.requestsSent == 20)
+        #expect(backend.responsesReceived == 20)
+        #expect(backend.responsesLate == 20)
+        #expect(backend.requestsTimedOut == 20)
+    }
+
+    @Test("3.1.1 responders without a reply topic cannot answer: every request is unanswered and timed out")
+    func unanswerable() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var fleets = Self.fleets(version: .v3_1_1, selection: .random)
+        fleets[0].responder?.replyTopic = nil
+        let configuration = EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+            readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
+        #expect(result.fleets["cars"]?.counters.received[.atLeastOnce] == 20)
+        #expect(result.fleets["cars"]?.requestsUnanswered == 20)
+        #expect(result.fleets["cars"]?.requestsAnswered == 0)
+        #expect(result.fleets["backend"]?.requestsSent == 20)
+        #expect(result.fleets["backend"]?.responsesReceived == 0)
+        #expect(result.fleets["backend"]?.requestsTimedOut == 20)
     }
 
     @Test("a request stream must target an existing responder fleet; 5.0 reply topics have no wildcards")
