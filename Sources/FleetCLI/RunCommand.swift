@@ -198,13 +198,9 @@ struct RunCommand {
                 + "against \(embedded.map { "an embedded mosquitto at \($0.url)" } ?? brokerURLs.joined(separator: ", "))")
         }
         let cpuBefore = Self.cpuSeconds()
-        let rampTime = ScenarioMapping.ramps(scenario).values.map(\.offset).max() ?? 0
-        let rampDuration = scenario.stages.first.map { stage -> UInt64 in
-            if case .rampUp = stage.kind { return stage.duration.nanoseconds }
-            return 0
-        } ?? 0
-        let publishDuration = scenario.duration.nanoseconds > rampTime + rampDuration
-            ? scenario.duration.nanoseconds - rampTime - rampDuration : scenario.duration.nanoseconds
+        // The scenario's duration counts from the first connect, ramps included. The engine publishes only once
+        // every client is connected and subscribed (so loss is exact), then until this run's end.
+        let totalDuration = scenario.duration.nanoseconds
         let live = LiveStatusBox()
         live.update {
             $0.totalSeconds = scenario.duration.seconds
@@ -250,7 +246,9 @@ struct RunCommand {
         let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
         let runStart = MonotonicClock.now()
         stages.start(engine: engine)
-        let result = engine.run(duration: publishDuration, shouldStop: { control.stopRequested })
+        let result = engine.run(duration: totalDuration, shouldStop: {
+            control.stopRequested || MonotonicClock.now() &- runStart >= totalDuration
+        })
         progress.finish()
         control.requestStopOfStages()
         stages.wait()
@@ -287,7 +285,8 @@ struct RunCommand {
         report.generator.saturationReasons = Self.saturation(
             result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
         report.generator.saturated = !report.generator.saturationReasons.isEmpty
-        let metrics = RunMetrics(result: result, publishSeconds: Double(publishDuration) / 1e9)
+        let publishSeconds = Double(result.phases.publishEnd &- result.phases.publishStart) / 1e9
+        let metrics = RunMetrics(result: result, publishSeconds: publishSeconds)
         report.thresholds = scenario.thresholds.map { threshold in
             let outcome = threshold.evaluate(metrics.value)
             return ThresholdResult(

@@ -102,6 +102,14 @@ struct RunMetrics {
             case "received": return Double(result.counters.received.total) / publishSeconds
             default: return nil
             }
+        case "requests":
+            let fleets = result.fleets.values
+            switch parts[1] {
+            case "sent": return Double(fleets.reduce(0) { $0 + $1.requestsSent })
+            case "answered": return Double(fleets.reduce(0) { $0 + $1.responsesReceived })
+            case "timed_out": return Double(fleets.reduce(0) { $0 + $1.requestsTimedOut })
+            default: return nil
+            }
         default:
             return nil
         }

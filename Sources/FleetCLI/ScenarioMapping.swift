@@ -195,7 +195,7 @@ enum ScenarioMapping {
                     payload: request.payload, behind: .catchUp, limit: nil, fleet: name)
                 let replyPattern = request.responseTopic
                 requestStream.request = EngineRequest(
-                    targetFleet: request.targetFleet, selection: .roundRobin,
+                    targetFleet: request.targetFleet, selection: .roundRobin, timeout: request.timeout.nanoseconds,
                     replyTopic: { index, clientID in replyPattern.render(clientID: clientID, index: index, fleet: name) })
                 streams.append(requestStream)
             }
