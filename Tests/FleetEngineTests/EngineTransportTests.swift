@@ -116,4 +116,89 @@ struct EngineTransportTests {
         #expect(result.counters.connectFailures[.websocketUpgradeFailed] == 3)
         #expect(result.transportErrors == ["WebSocket upgrade refused: HTTP 404 (HTTP/1.1 404 Not Found)": 3])
     }
+
+    // MARK: Hostile peers
+
+    static let hostileFrameCases: [(String, [UInt8], String)] = [
+        ("reserved bits set", [0xF2, 0x00],
+         "WebSocket frame with reserved bits set (0xf2): no extension was negotiated"),
+        ("a masked server frame", [0x82, 0x82, 1, 2, 3, 4, 0, 0], "masked WebSocket frame from the server"),
+        // A binary frame announcing 2 MiB (64-bit length, RFC 6455 §5.2) against the 1 MiB maximum.
+        ("an oversized frame", [0x82, 127, 0, 0, 0, 0, 0x00, 0x20, 0x00, 0x00],
+         "WebSocket frame of 2097152 bytes exceeds the maximum of 1048576"),
+    ]
+
+    @Test("bad or oversized WebSocket frames close only the clients that got them, with the reason; the run goes on",
+          arguments: hostileFrameCases)
+    func hostileFrames(name: String, bytes: [UInt8], reason: String) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let peer = try HostileTransportPeer(mode: .webSocket, bytes: bytes)
+        defer { peer.stop() }
+        var fleets = EngineTests.fleets(version: .v3_1_1, qos: .atLeastOnce, publishers: 2, messages: 100, subscribers: 1)
+        var victims = EngineFleet(name: "victims", count: 3, clientID: { "victim-\($0)" },
+                                  session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30))
+        victims.endpoints = [EngineBrokerEndpoint(
+            address: try SocketAddress(ipAddress: "127.0.0.1", port: peer.port),
+            transport: .webSocket(EngineWebSocket(host: "127.0.0.1")))]
+        fleets.append(victims)
+        let configuration = EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+            drainTimeout: 3_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 500_000_000)
+        let victimResult = try #require(result.fleets["victims"])
+        #expect(victimResult.counters.connectsSucceeded == 3)
+        #expect(victimResult.counters.disconnects[.protocolError] == 3)
+        #expect(victimResult.transportErrors == [reason: 3])
+        #expect(result.counters.connectsSucceeded == 6)
+        #expect(result.delivery[1].expected == 200)
+        #expect(result.delivery[1].unique == 200)
+        #expect(result.delivery[1].lost == 0)
+    }
+
+    @Test("a TLS endpoint that answers with plain text fails each connect as a TLS handshake failure with the reason")
+    func garbageInsteadOfTLS() throws {
+        let peer = try HostileTransportPeer(mode: .garbage, bytes: Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
+        defer { peer.stop() }
+        let certificates = try EngineTestCertificates.get()
+        var fleet = EngineFleet(name: "cars", count: 3, clientID: { "car-\($0)" },
+                                session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30))
+        fleet.endpoints = [EngineBrokerEndpoint(
+            address: try SocketAddress(ipAddress: "127.0.0.1", port: peer.port),
+            transport: .tls(EngineTLS(context: try TLSClientContext(configuration: .init(caFile: certificates.caFile)),
+                                      serverName: "127.0.0.1")))]
+        let configuration = EngineConfiguration(fleets: [fleet], brokers: [], lanes: 1, readyTimeout: 2_000_000_000,
+                                                drainTimeout: 200_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 100_000_000)
+        #expect(result.counters.connectsAttempted == 3)
+        #expect(result.counters.connectFailures[.tlsHandshakeFailed] == 3)
+        #expect(result.transportErrors == ["TLS error: wrong version number": 3])
+    }
+
+    @Test("a peer that never answers the TLS handshake or the WebSocket upgrade times out within the connect timeout",
+          arguments: [Layers.tls, .ws])
+    func silentPeer(layers: Layers) throws {
+        let peer = try HostileTransportPeer(mode: .silent, bytes: [])
+        defer { peer.stop() }
+        let certificates = try EngineTestCertificates.get()
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: peer.port)
+        let transport: EngineTransport = layers == .tls
+            ? .tls(EngineTLS(context: try TLSClientContext(configuration: .init(caFile: certificates.caFile)), serverName: "127.0.0.1"))
+            : .webSocket(EngineWebSocket(host: "127.0.0.1"))
+        var fleet = EngineFleet(
+            name: "cars", count: 2, clientID: { "car-\($0)" },
+            session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30, timeouts: MQTTAckTimeouts(connAck: 300_000_000)))
+        fleet.endpoints = [EngineBrokerEndpoint(address: address, transport: transport)]
+        let configuration = EngineConfiguration(fleets: [fleet], brokers: [], lanes: 1, readyTimeout: 2_000_000_000,
+                                                drainTimeout: 200_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 100_000_000)
+        #expect(result.counters.connectsAttempted == 2)
+        if layers == .tls {
+            #expect(result.counters.connectFailures[.tlsHandshakeFailed] == 2)
+            #expect(result.transportErrors == ["TLS handshake timeout": 2])
+        } else {
+            #expect(result.counters.connectFailures[.websocketUpgradeFailed] == 2)
+            #expect(result.transportErrors == ["WebSocket upgrade timeout": 2])
+        }
+    }
 }
