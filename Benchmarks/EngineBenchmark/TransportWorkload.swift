@@ -89,19 +89,22 @@ func transports(messages: Int, idleClients: Int) {
         print(json(["workload": "transports", "error": "\(error)"])); return
     }
 
-    // QoS 0 throughput with one subscriber to every publisher, per transport.
-    var rates: [String: Double] = [:]
-    for (name, endpoint) in endpoints {
-        guard let figures = engineThroughput(qos: .atMostOnce, window: 32, publishers: 10, messages: messages,
-                                             subscriber: true, endpoint: endpoint) else {
-            print(json(["workload": "transports", "transport": name, "error": "engine did not start"])); continue
+    // QoS 0 throughput per transport: publish only (the client's own cost: framing, encryption, writes), then
+    // with one subscriber to every publisher (the delivered rate, usually bound by the broker).
+    for subscriber in [false, true] {
+        var rates: [String: Double] = [:]
+        for (name, endpoint) in endpoints {
+            guard let figures = engineThroughput(qos: .atMostOnce, window: 32, publishers: 10, messages: messages,
+                                                 subscriber: subscriber, endpoint: endpoint) else {
+                print(json(["workload": "transports", "transport": name, "error": "engine did not start"])); continue
+            }
+            rates[name] = figures.messagesPerSecond
+            var line = throughputLine("transports", ["transport": name, "publishers": 10,
+                                                     "messages_per_publisher": messages, "subscriber": subscriber], figures)
+            if name != "tcp", let tcp = rates["tcp"] { line["rate_over_tcp"] = round3(figures.messagesPerSecond / tcp) }
+            if name == "ws" && subscriber { line["target_rate_over_tcp_min"] = 0.7 }
+            print(json(finite(line)))
         }
-        rates[name] = figures.messagesPerSecond
-        var line = throughputLine("transports", ["transport": name, "publishers": 10,
-                                                 "messages_per_publisher": messages, "subscriber": true], figures)
-        if name != "tcp", let tcp = rates["tcp"] { line["rate_over_tcp"] = round3(figures.messagesPerSecond / tcp) }
-        if name == "ws" { line["target_rate_over_tcp_min"] = 0.7 }
-        print(json(line))
     }
 
     // Idle clients per transport: RSS per connected client, connect (and TLS handshake) rate.
@@ -125,13 +128,23 @@ func transportIdle(name: String, endpoint: EngineBrokerEndpoint, clients: Int) {
     do { engine = try Engine(configuration: configuration) } catch {
         print(json(["workload": "transports_idle", "transport": name, "error": "\(error)"])); return
     }
+    // Sampled at every stop poll: the largest RSS is the one with every client connected (no client publishes),
+    // the last CPU reading excludes the final disconnects. Connect time from the engine's own phase times.
+    final class Samples: @unchecked Sendable {
+        var peakRSS = 0
+        var lastCPU = 0.0
+    }
+    let samples = Samples()
     let cpuBefore = cpuMicroseconds()
-    let observer = RunObserver(quietCPU: nil, maxPublishSeconds: 0.3)
-    let result = engine.run(duration: 500_000_000, shouldStop: { observer.poll() })
-    let connectSeconds = observer.readyAt.map { Double($0 - observer.start) / 1e9 } ?? .nan
-    let connectCPU = observer.lastCPU - cpuBefore
+    let result = engine.run(duration: 300_000_000, shouldStop: {
+        samples.peakRSS = max(samples.peakRSS, residentKiB())
+        samples.lastCPU = cpuMicroseconds()
+        return false
+    })
+    let connectSeconds = Double((result.phases.allReady ?? result.phases.publishStart) &- result.phases.connectStart) / 1e9
+    let connectCPU = samples.lastCPU - cpuBefore
     let connected = max(result.peakConnected, 1)
-    let perClient = Double(observer.rssAtReady - rssBefore) * 1024 / Double(connected)
+    let perClient = Double(samples.peakRSS - rssBefore) * 1024 / Double(connected)
     let rate = Double(result.counters.connectsSucceeded) / connectSeconds
     var line: [String: Any] = [
         "workload": "transports_idle", "transport": name, "clients": clients,
@@ -153,7 +166,15 @@ func transportIdle(name: String, endpoint: EngineBrokerEndpoint, clients: Int) {
         line["ws_upgrade_p50_us"] = upgrades.valueAtPercentile(50)
         line["ws_upgrade_p99_us"] = upgrades.valueAtPercentile(99)
     }
-    print(json(line))
+    print(json(finite(line)))
+}
+
+/// Non-finite numbers (a rate over zero seconds) as strings: JSONSerialization refuses them.
+func finite(_ line: [String: Any]) -> [String: Any] {
+    line.mapValues { value in
+        if let number = value as? Double, !number.isFinite { return "\(number)" }
+        return value
+    }
 }
 
 /// glibc's malloc_trim (not exported by the Glibc module): gives free heap pages back to the kernel.

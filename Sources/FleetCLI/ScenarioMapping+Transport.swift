@@ -68,8 +68,10 @@ extension ScenarioMapping {
     }
 
     static func transport(for fleet: Fleet, broker: RunBroker) throws -> EngineTransport {
+        // Frames are streamed, never buffered, so the limit guards nothing the MQTT decoder does not: allow the
+        // largest MQTT packet (MQTT 5.0 §1.5.5: remaining length up to 268,435,455, plus 5 header bytes).
         let webSocket = EngineWebSocket(host: broker.host, path: broker.webSocketPath, subprotocols: [broker.subprotocol],
-                                        headers: broker.headers)
+                                        headers: broker.headers, maximumFrameLength: 268_435_460)
         guard broker.transport.usesTLS else {
             return broker.transport == .webSocket ? .webSocket(webSocket) : .tcp
         }

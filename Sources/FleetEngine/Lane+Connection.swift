@@ -89,7 +89,11 @@ extension Lane {
     /// A connection that was established and is now gone.
     func connectionLost(_ client: Int, reason: DisconnectReason) {
         let phase = clients[client].phase
-        if phase == .connecting || phase == .handshaking || phase == .awaitingConnAck {
+        if phase == .handshaking {
+            handshakeInterrupted(client, reason: reason)
+            return
+        }
+        if phase == .connecting || phase == .awaitingConnAck {
             let failure: ConnectFailureReason
             switch reason {
             case .protocolError: failure = .protocolError

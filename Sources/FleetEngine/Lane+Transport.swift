@@ -113,6 +113,24 @@ extension Lane {
         }
     }
 
+    /// The connection ended (or broke) during the TLS handshake or the WebSocket upgrade.
+    func handshakeInterrupted(_ client: Int, reason: DisconnectReason) {
+        let transport = clients[client].transport
+        let duringUpgrade = transport?.stage == .webSocketUpgrade
+        let layer = duringUpgrade ? "the WebSocket upgrade" : "the TLS handshake"
+        var text: String
+        switch reason {
+        case .closedByPeer:
+            text = "the broker closed the connection during \(layer)"
+            if duringUpgrade, let parser = transport?.upgrade { text = parser.endOfStreamError().description }
+        case .socketError(let code):
+            text = "socket error during \(layer): \(String(cString: strerror(code)))"
+        default:
+            text = "\(layer) failed: \(reason.reportName)"
+        }
+        transportConnectFailed(client, duringUpgrade ? .websocketUpgradeFailed : .tlsHandshakeFailed, text)
+    }
+
     func transportConnectFailed(_ client: Int, _ reason: ConnectFailureReason, _ text: String) {
         recordTransportError(client, text)
         connectFailed(client, reason: reason)
