@@ -178,7 +178,7 @@ struct RunCommand {
             scenario: ScenarioInfo(
                 name: scenario.name, file: scenarioPath, sha256: Self.sha256(ofFile: scenarioPath),
                 description: scenario.description.isEmpty ? nil : scenario.description,
-                redacted: (try? JSONDocument.load(path: scenarioPath)).map { ScenarioRedaction.redact($0.root) }),
+                redacted: effectiveScenarioJSON(scenario)),
             run: RunInfo(startedAt: startedAt, durationSeconds: 0, interrupted: false, seed: seed),
             brokers: brokerURLs.map(Self.redactedURL), brokerEmbedded: embedded != nil,
             environment: EnvironmentInfo.current(fleetbenchVersion: FleetVersion.current))
@@ -322,6 +322,20 @@ struct RunCommand {
     }
 
     // MARK: Helpers
+
+    /// The scenario file as this run used it: `--set`, `--duration` and `--scale` applied, secrets masked.
+    func effectiveScenarioJSON(_ scenario: Scenario) -> JSONValue? {
+        guard var root = (try? JSONDocument.load(path: scenarioPath))?.root else { return nil }
+        var applied = overrides
+        if let duration { applied.append("duration=\"\(duration)\"") }
+        if scale != nil {
+            for fleet in scenario.fleets { applied.append("fleets.\(fleet.name).count=\(fleet.count)") }
+        }
+        for argument in applied {
+            if case .success(let override) = ScenarioOverride.parse(argument) { _ = override.apply(to: &root) }
+        }
+        return ScenarioRedaction.redact(root)
+    }
 
     /// Schedule lag p99 above this means the generator could not keep its own schedule.
     static let saturationLagMicroseconds: UInt64 = 10_000
