@@ -151,6 +151,15 @@ struct RunCommand {
                 return .invalidScenario
             }
         }
+        // One socket per client: this process (and an embedded mosquitto) can hold only so many.
+        let clients = scenario.fleets.reduce(0) { $0 + $1.count }
+        let fileLimit = MosquittoBroker.openFileLimitForChild()
+        let reserve: UInt64 = 64
+        if fileLimit > reserve, UInt64(clients) > fileLimit - reserve {
+            console.error("fleetbench: \(clients) clients need \(clients) sockets, but one process may open \(fileLimit) "
+                + "files here (ulimit -n): run fewer clients per process (--scale), or split the fleets over several runs")
+            return .runtimeFailure
+        }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
         let startedAt = Date()
         let directory = outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))"
