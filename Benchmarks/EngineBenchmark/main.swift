@@ -8,7 +8,7 @@ import MQTTCodec
 import MQTTSession
 
 // Engine benchmark: starts its own mosquitto and prints one JSON line per workload.
-// Usage: EngineBenchmark [idle|qos0|qos1|qos2|fleet|all] [scale]
+// Usage: EngineBenchmark [idle|qos0|qos1|qos2|fleet|transports|all] [scale]
 //   scale (default 1.0) multiplies client and message counts; every load is bounded in count and time.
 
 // MARK: - Process measurements
@@ -171,8 +171,8 @@ struct ThroughputFigures {
 ///
 /// Wall time: every intended time is the start of publishing, so the largest schedule lag is the time from the
 /// start to the last send, and the largest end-to-end latency the time to the last delivery.
-func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: Int, subscriber: Bool)
-    -> ThroughputFigures?
+func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: Int, subscriber: Bool,
+                      endpoint: EngineBrokerEndpoint? = nil) -> ThroughputFigures?
 {
     let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60, inFlightWindow: window)
     var fleets: [EngineFleet] = []
@@ -185,6 +185,9 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
                               messageLimit: UInt64(messages))
     fleets.append(EngineFleet(name: "publishers", count: publishers, clientID: { "pub-\($0)" },
                               session: settings, streams: [stream]))
+    if let endpoint {
+        for index in fleets.indices { fleets[index].endpoints = [endpoint] }
+    }
     let configuration = EngineConfiguration(fleets: fleets, brokers: [brokerAddress],
                                             readyTimeout: 10_000_000_000, drainTimeout: 10_000_000_000)
     guard let engine = try? Engine(configuration: configuration) else { return nil }
@@ -314,4 +317,5 @@ if all || selected == "qos0" { qos0(messages: scaled(200_000)) }
 if all || selected == "qos1" { qosWindows(.atLeastOnce, messages: scaled(20_000)) }
 if all || selected == "qos2" { qosWindows(.exactlyOnce, messages: scaled(20_000)) }
 if all || selected == "fleet" { fleet(clients: scaled(15_000), seconds: 20) }
+if all || selected == "transports" { transports(messages: scaled(20_000), idleClients: scaled(2_000)) }
 broker.stop()

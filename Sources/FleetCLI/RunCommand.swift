@@ -168,11 +168,25 @@ struct RunCommand {
 
         // The embedded broker, when the scenario names none.
         var embedded: MosquittoBroker?
+        var embeddedCertificates: EmbeddedBrokerCertificates?
+        defer { embeddedCertificates?.remove() }
         if scenario.usesEmbeddedBroker {
             var configuration = MosquittoConfiguration()
             configuration.connectionMessages = false
-            configuration.websocketsListener = scenario.fleets.contains { $0.transport?.usesWebSocket == true }
+            let wanted = Set(scenario.fleets.compactMap(\.transport))
+            configuration.websocketsListener = wanted.contains(.webSocket)
             do {
+                if wanted.contains(.tls) || wanted.contains(.secureWebSocket) {
+                    // FleetBroker runs one TLS listener: plain MQTT over TLS or WebSocket over TLS.
+                    guard !(wanted.contains(.tls) && wanted.contains(.secureWebSocket)) else {
+                        throw UnsupportedFeature(description: "the embedded broker has one TLS listener: fleets may use mqtts or wss, not both")
+                    }
+                    let certificates = try EmbeddedBrokerCertificates.make()
+                    embeddedCertificates = certificates
+                    configuration.tlsListener = MosquittoTLSListener(
+                        caFile: certificates.caFile, certificateFile: certificates.serverCertificate,
+                        keyFile: certificates.serverKey, websockets: wanted.contains(.secureWebSocket))
+                }
                 embedded = try MosquittoBroker(configuration: configuration)
             } catch {
                 console.error("fleetbench: cannot start the embedded broker: \(error)")
@@ -180,7 +194,17 @@ struct RunCommand {
             }
         }
         defer { embedded?.stop() }
+        let runBrokers: [RunBroker]
+        do {
+            runBrokers = try Self.runBrokers(embedded: embedded, certificates: embeddedCertificates, scenario: scenario)
+        } catch {
+            console.error("fleetbench: \(error)")
+            return .runtimeFailure
+        }
         let brokerURLs = embedded.map { [$0.url] } ?? scenario.brokers.map(\.url)
+        for broker in runBrokers where broker.transport.usesTLS && broker.insecureSkipVerify {
+            console.error("fleetbench: warning: certificate verification skipped for \(broker.url) (insecure_skip_verify)")
+        }
 
         var report = RunReport(
             toolVersion: FleetVersion.current,
@@ -189,15 +213,15 @@ struct RunCommand {
                 description: scenario.description.isEmpty ? nil : scenario.description,
                 redacted: effectiveScenarioJSON(scenario)),
             run: RunInfo(startedAt: startedAt, durationSeconds: 0, interrupted: false, seed: seed),
-            brokers: brokerURLs.map(Self.redactedURL), brokerEmbedded: embedded != nil,
+            brokers: runBrokers.map(\.reportedURL), brokerEmbedded: embedded != nil,
             environment: EnvironmentInfo.current(fleetbenchVersion: FleetVersion.current))
 
         // Brokers and the engine.
         let engine: Engine
         do {
-            let addresses = try Self.addresses(embedded: embedded, scenario: scenario)
             engine = try Engine(configuration: ScenarioMapping.engineConfiguration(
-                scenario, brokers: addresses, seed: seed, lanes: lanes))
+                scenario, brokers: runBrokers.filter { $0.transport == .tcp }.map(\.address), seed: seed, lanes: lanes,
+                endpoints: runBrokers, embeddedBroker: embedded != nil))
         } catch {
             console.error("fleetbench: \(error)")
             return .runtimeFailure
@@ -313,6 +337,10 @@ struct RunCommand {
             written = false
         }
         console.print(RunSummary.render(report, directory: written ? directory : nil))
+        // TLS and WebSocket failures by their reason (the report's counters keep only the kind).
+        for (reason, count) in result.transportErrors.sorted(by: { $0.value > $1.value }) {
+            console.error("fleetbench: transport error ×\(count): \(reason)")
+        }
 
         if unreachable {
             let reasons = report.connections.failuresByReason.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
@@ -369,22 +397,42 @@ struct RunCommand {
         return reasons
     }
 
-    static func addresses(embedded: MosquittoBroker?, scenario: Scenario) throws -> [SocketAddress] {
-        if let embedded { return [try SocketAddress(ipAddress: "127.0.0.1", port: embedded.port)] }
-        var addresses: [SocketAddress] = []
-        for broker in scenario.brokers {
-            guard broker.transport == .tcp else {
-                throw UnsupportedFeature(description: "broker \(redactedURL(broker.url)): \(broker.transport.rawValue):// is not supported yet, only mqtt://")
+    /// The brokers of the run: the embedded mosquitto's listeners (plain, websockets, TLS with the throwaway CA)
+    /// or the scenario's endpoints, resolved.
+    static func runBrokers(
+        embedded: MosquittoBroker?, certificates: EmbeddedBrokerCertificates?, scenario: Scenario
+    ) throws -> [RunBroker] {
+        if let embedded {
+            let host = "127.0.0.1"
+            var brokers = [RunBroker(url: embedded.url, transport: .tcp, host: host,
+                                     address: try SocketAddress(ipAddress: host, port: embedded.port))]
+            if let port = embedded.layout.websocketsPort {
+                brokers.append(RunBroker(url: "ws://\(host):\(port)/mqtt", transport: .webSocket, host: host,
+                                         address: try SocketAddress(ipAddress: host, port: port)))
             }
+            if let port = embedded.tlsPort, let certificates {
+                let secureWebSocket = embedded.configuration.tlsListener?.websockets == true
+                var broker = RunBroker(
+                    url: secureWebSocket ? "wss://\(host):\(port)/mqtt" : "mqtts://\(host):\(port)",
+                    transport: secureWebSocket ? .secureWebSocket : .tls, host: host,
+                    address: try SocketAddress(ipAddress: host, port: port))
+                broker.caFile = certificates.caFile
+                brokers.append(broker)
+            }
+            return brokers
+        }
+        var brokers: [RunBroker] = []
+        for broker in scenario.brokers {
+            let url = redactedURL(broker.url)
             guard let port = UInt16(exactly: broker.port) else {
-                throw UnsupportedFeature(description: "broker \(redactedURL(broker.url)): port \(broker.port) out of range")
+                throw UnsupportedFeature(description: "broker \(url): port \(broker.port) out of range")
             }
             guard let address = try SocketAddress.resolve(host: broker.host, port: port).first else {
-                throw UnsupportedFeature(description: "broker \(redactedURL(broker.url)): \(broker.host) has no address")
+                throw UnsupportedFeature(description: "broker \(url): \(broker.host) has no address")
             }
-            addresses.append(address)
+            brokers.append(RunBroker(broker, url: url, address: address))
         }
-        return addresses
+        return brokers
     }
 
     /// `mqtt://user:secret@host` → `mqtt://user:***@host`.

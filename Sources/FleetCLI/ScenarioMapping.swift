@@ -132,7 +132,8 @@ enum ScenarioMapping {
     }
 
     static func engineConfiguration(
-        _ scenario: Scenario, brokers: [SocketAddress], seed: UInt64, lanes: Int = 0
+        _ scenario: Scenario, brokers: [SocketAddress], seed: UInt64, lanes: Int = 0,
+        endpoints: [RunBroker] = [], embeddedBroker: Bool = false
     ) throws -> EngineConfiguration {
         let ramps = ramps(scenario)
         var sources: [SocketAddress] = []
@@ -217,6 +218,9 @@ enum ScenarioMapping {
                 streams: streams, reconnect: reconnect(fleet.reconnect),
                 connectRate: fleet.connectRate,
                 maxConnectsInFlight: fleet.maxConnectsInFlight)
+            if !endpoints.isEmpty {
+                engineFleet.endpoints = try Self.endpoints(for: fleet, brokers: endpoints, embedded: embeddedBroker)
+            }
             engineFleet.startOffset = ramp?.offset ?? 0
             engineFleet.ramp = ramp?.ramp
             if willVaries {

@@ -42,7 +42,8 @@ public final class Engine: @unchecked Sendable {
     }
 
     public init(configuration: EngineConfiguration) throws {
-        precondition(!configuration.brokers.isEmpty, "the engine needs at least one broker address")
+        precondition(!configuration.brokers.isEmpty || configuration.fleets.allSatisfy({ !$0.endpoints.isEmpty }),
+                     "the engine needs at least one broker address")
         self.configuration = configuration
         let laneCount = configuration.lanes > 0 ? configuration.lanes : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         var fleets: [FleetRuntime] = []
@@ -60,6 +61,10 @@ public final class Engine: @unchecked Sendable {
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
+            let endpoints = settings.endpoints.map { endpoint in
+                (endpoint.address, endpoint.transport.tls == nil && endpoint.transport.webSocket == nil
+                    ? nil : TransportEndpoint(endpoint))
+            }
             for index in 0..<settings.count {
                 let clientID = settings.clientID(index)
                 var streams: [StreamState] = []
@@ -96,9 +101,10 @@ public final class Engine: @unchecked Sendable {
                 if !subscriptions.isEmpty { filters.append((global, subscriptions)) }
                 let brokers = configuration.brokers
                 let sources = configuration.sourceAddresses
+                let endpoint = endpoints.isEmpty ? nil : endpoints[index % endpoints.count]
                 perLane[global % laneCount].append(SimulatedClient(
                     fleet: fleet.index, indexInFleet: index, globalIndex: global,
-                    broker: brokers[global % brokers.count],
+                    broker: endpoint?.0 ?? brokers[global % brokers.count], endpoint: endpoint?.1,
                     source: sources.isEmpty ? nil : sources[global % sources.count],
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID),
                     subscriptions: subscriptions, streams: streams,
@@ -225,6 +231,10 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].responsesReceived += values.responsesReceived
                 fleetResults[fleet].requestsSent += values.requestsSent
                 fleetResults[fleet].responsesLate += values.responsesLate
+                for (reason, count) in values.transportErrors {
+                    fleetResults[fleet].transportErrors[reason, default: 0] += count
+                    result.transportErrors[reason, default: 0] += count
+                }
             }
             for (stream, count) in metrics.publishedPerStream.enumerated() { published[stream] += count }
         }
@@ -330,6 +340,9 @@ public struct EngineResult: Sendable {
     /// The run's start (monotonic ns); interval and phase times are on the same clock.
     public var origin: UInt64 = 0
     public var phases = EnginePhaseTimes()
+    /// TLS and WebSocket failures by their reason text ("certificate verify failed: ...", "WebSocket upgrade
+    /// refused: HTTP 404 ..."), connect failures and closed connections alike; the counters keep the kind.
+    public var transportErrors: [String: UInt64] = [:]
 
     public init() {}
 }
@@ -360,6 +373,8 @@ public struct EngineFleetResult: Sendable {
     }
     /// Churn disconnects that found no connected client of the fleet on their lane.
     public var churnSkipped: UInt64 = 0
+    /// This fleet's TLS and WebSocket failures by reason text (see `EngineResult.transportErrors`).
+    public var transportErrors: [String: UInt64] = [:]
 
     public init() {}
 }

@@ -147,6 +147,9 @@ public struct EngineFleet: Sendable {
     /// How the fleet's first connects are spread (nil: all at once, paced only by `connectRate` and
     /// `maxConnectsInFlight`). Reconnects are not ramped.
     public var ramp: ConnectRamp?
+    /// Where the fleet's clients connect, round-robin, with their transport (TLS, WebSocket). Empty: the run's
+    /// `EngineConfiguration.brokers` over plain TCP.
+    public var endpoints: [EngineBrokerEndpoint] = []
 
     public init(name: String, count: Int, clientID: @escaping @Sendable (Int) -> String,
                 session: MQTTSessionSettings,

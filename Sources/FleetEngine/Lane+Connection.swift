@@ -47,17 +47,19 @@ extension Lane {
             return
         }
         metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
-        clients[client].phase = .awaitingConnAck
-        clients[client].connectSentAt = now
-        clients[client].session.connect(now: now, into: &scratch)
-        stage(client)
-        scheduleSessionDeadline(client)
+        if let endpoint = clients[client].endpoint {
+            startLayers(client, endpoint)
+        } else {
+            startSession(client)
+        }
     }
 
     func connectTimedOut(_ client: Int) {
         switch clients[client].phase {
         case .connecting:
             connectFailed(client, reason: .timeout)
+        case .handshaking:
+            handshakeTimedOut(client)
         case .awaitingConnAck:
             // The session reports the CONNACK deadline itself (counted by kind); this only backs it up.
             metrics.fleets[clients[client].fleet].counters.ackTimeouts[.connack] += 1
@@ -86,7 +88,8 @@ extension Lane {
 
     /// A connection that was established and is now gone.
     func connectionLost(_ client: Int, reason: DisconnectReason) {
-        if clients[client].phase == .connecting || clients[client].phase == .awaitingConnAck {
+        let phase = clients[client].phase
+        if phase == .connecting || phase == .handshaking || phase == .awaitingConnAck {
             let failure: ConnectFailureReason
             switch reason {
             case .protocolError: failure = .protocolError
@@ -145,6 +148,10 @@ extension Lane {
 
     func closeSocket(_ client: Int, abortive: Bool) {
         guard let socket = clients[client].socket else { return }
+        if let transport = clients[client].transport {
+            if !abortive { closeLayers(client, transport, socket: socket) }
+            clients[client].transport = nil
+        }
         try? epoll.remove(socket.fileDescriptor)
         if abortive { try? socket.closeAbortively() } else { try? socket.close() }
         clients[client].socket = nil
@@ -185,7 +192,11 @@ extension Lane {
                 return
             case .bytes(let count):
                 metrics.fleets[clients[client].fleet].counters.bytesIn += UInt64(count)
-                if !receive(client, count: count) { return }
+                if let transport = clients[client].transport {
+                    if !receiveLayered(client, transport, count: count) || clients[client].socket == nil { return }
+                } else if !receive(client, bytes: UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)) {
+                    return
+                }
                 if count < readBuffer.count { return }
             }
         }
@@ -193,16 +204,16 @@ extension Lane {
 
     /// Hands `count` freshly read bytes to the session. Whole packets are decoded straight from the lane's read
     /// buffer; only the bytes of an unfinished packet are copied into the client. False when the client closed.
-    func receive(_ client: Int, count: Int) -> Bool {
+    func receive(_ client: Int, bytes: UnsafeRawBufferPointer) -> Bool {
+        let count = bytes.count
         var sink = LaneSessionSink(lane: self, client: client)
         if clients[client].inbound.isEmpty {
-            let bytes = UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
             let consumed = deliver(bytes, to: client, sink: &sink)
             if consumed < count { clients[client].inbound.append(contentsOf: bytes[consumed...]) }
         } else {
             var pending = clients[client].inbound
             clients[client].inbound = []
-            pending.append(contentsOf: UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count))
+            pending.append(contentsOf: bytes)
             let consumed = pending.withUnsafeBytes { deliver($0, to: client, sink: &sink) }
             if consumed < pending.count {
                 pending.removeSubrange(0..<consumed)
@@ -244,22 +255,22 @@ extension Lane {
         guard scratch.readableCount > 0 else { return }
         defer { scratch.clear() }
         guard clients[client].socket != nil else { return }
-        let appended = scratch.withUnsafeReadableBytes { clients[client].outbound.append($0) }
+        // Layered clients collect the turn's MQTT bytes as plaintext, framed and encrypted at flush.
+        let target = clients[client].transport?.plaintext ?? clients[client].outbound
+        let appended = scratch.withUnsafeReadableBytes { target.append($0) }
         if !appended {
             // Backpressure beyond the buffer's cap: the broker stopped reading. Treat as a broken connection.
             connectionLost(client, reason: .socketError(errno: ENOBUFS))
             return
         }
         metrics.fleets[clients[client].fleet].counters.bytesOut += UInt64(scratch.readableCount)
-        if !clients[client].isDirty {
-            clients[client].isDirty = true
-            dirty.append(Int32(client))
-        }
+        markDirty(client)
     }
 
     func flush(_ client: Int) {
         clients[client].isDirty = false
         guard let socket = clients[client].socket else { return }
+        if let transport = clients[client].transport, !sealLayers(client, transport) { return }
         do {
             let result = try clients[client].outbound.flush(to: socket)
             let wantsWritable = result == .pending
@@ -273,7 +284,13 @@ extension Lane {
                     wheel.schedule(client: client, kind: TimerKind.publish, deadline: now)
                 }
             }
-            if !wantsWritable && clients[client].streams.isEmpty { clients[client].outbound.releaseStorage() }
+            if !wantsWritable && clients[client].streams.isEmpty {
+                clients[client].outbound.releaseStorage()
+                if let transport = clients[client].transport {
+                    transport.plaintext.releaseStorage()
+                    transport.frames.releaseStorage()
+                }
+            }
         } catch {
             connectionLost(client, reason: .socketError(errno: error.errno))
         }

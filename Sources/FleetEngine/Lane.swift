@@ -30,6 +30,10 @@ final class Lane: @unchecked Sendable {
 
     /// Read scratch shared by the lane's clients: only partial packets are kept per client.
     var readBuffer: UnsafeMutableRawBufferPointer
+    /// TLS plaintext records of one read (16 KiB: a whole record), and the stream bytes each layer handed on.
+    let tlsScratch: UnsafeMutableRawBufferPointer
+    var tlsPlaintext: [UInt8] = []
+    var webSocketPayload: [UInt8] = []
     /// Session output of one call, appended to the client's outbound buffer afterwards.
     var scratch = MQTTByteBuffer(capacity: 64 * 1024)
     /// Requests received during one session call, answered right after it (the session cannot publish while
@@ -94,6 +98,7 @@ final class Lane: @unchecked Sendable {
         self.timer = timer
         try epoll.add(timer, events: .readable, token: Self.timerToken)
         self.readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+        self.tlsScratch = .allocate(byteCount: 16 * 1024, alignment: 16)
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         let wallNanoseconds = UInt64(wall.tv_sec) &* 1_000_000_000 &+ UInt64(wall.tv_nsec)
@@ -103,6 +108,7 @@ final class Lane: @unchecked Sendable {
 
     deinit {
         readBuffer.deallocate()
+        tlsScratch.deallocate()
         Glibc.close(timer)
     }
 

@@ -20,6 +20,8 @@ public struct LaneMetrics: Sendable {
         fleets = Array(repeating: FleetLaneMetrics(start: start), count: max(fleetCount, 1))
     }
 
+    static let transportErrorKinds = 32
+
     /// The lane's counters over every fleet.
     public var counters: ClientCounters {
         var total = ClientCounters()
@@ -48,6 +50,9 @@ public struct FleetLaneMetrics: Sendable {
     public var responsesLate: UInt64 = 0
     /// Churn disconnects that found no connected client of the fleet on the lane.
     public var churnSkipped: UInt64 = 0
+    /// TLS/WebSocket failures by reason text, at most `LaneMetrics.transportErrorKinds` distinct texts (further
+    /// ones counted under "other transport error") so a hostile peer cannot grow it without bound.
+    public var transportErrors: [String: UInt64] = [:]
     /// Clients of the fleet connected now, and the peak.
     public var connected = 0
     public var peakConnected = 0

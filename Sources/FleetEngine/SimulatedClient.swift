@@ -54,6 +54,8 @@ enum ClientPhase: UInt8 {
     case idle
     /// TCP connect in progress.
     case connecting
+    /// TLS handshake or WebSocket upgrade in progress (`ClientTransport.stage` says which).
+    case handshaking
     /// CONNECT written, CONNACK awaited.
     case awaitingConnAck
     case connected
@@ -102,10 +104,14 @@ struct SimulatedClient {
     /// Index across every fleet of the run (used to key delivery accounting per subscriber).
     let globalIndex: Int
     let broker: SocketAddress
+    /// TLS/WebSocket layers of the client's endpoint; nil for plain TCP.
+    let endpoint: TransportEndpoint?
     let source: SocketAddress?
     var session: MQTTClientSession
     var phase: ClientPhase = .idle
     var socket: TCPSocket?
+    /// Layer state of the current connection (TLS/WebSocket endpoints only).
+    var transport: ClientTransport?
     var wantsWritable = false
     var isDirty = false
     let outbound = OutboundBuffer(initialCapacity: 2048)

@@ -9,6 +9,10 @@ struct ScenarioLibraryRunTests {
     static let runs: [(file: String, arguments: [String])] = [
         ("quickstart.json", ["--duration", "4s"]),
         ("vehicle-telemetry.json", ["--scale", "0.02", "--duration", "5s"]),
+        // The same cars over MQTT-over-WebSocket, through the embedded broker's websockets listener.
+        ("vehicle-telemetry.json", ["--set", "fleets.vehicles.transport=ws", "--scale", "0.02", "--duration", "4s"]),
+        // And over WebSocket over TLS: the embedded broker gets a throwaway CA, which the clients verify against.
+        ("vehicle-telemetry.json", ["--set", "fleets.vehicles.transport=wss", "--scale", "0.02", "--duration", "4s"]),
         ("command-and-control.json", ["--scale", "0.02", "--duration", "5s"]),
         ("chat-room.json", ["--scale", "0.2", "--duration", "5s"]),
         ("ota-broadcast.json", ["--scale", "0.01", "--duration", "5s",
@@ -22,9 +26,20 @@ struct ScenarioLibraryRunTests {
         ]),
     ]
 
-    @Test("runs, passes its thresholds, loses nothing", arguments: runs.map(\.file))
-    func library(file: String) throws {
-        let arguments = try #require(Self.runs.first { $0.file == file }).arguments
+    /// One row of `runs`, named by its file and its `--set` overrides (a file may appear more than once).
+    struct LibraryRun: Sendable, CustomTestStringConvertible {
+        let file: String
+        let arguments: [String]
+        var testDescription: String {
+            let overrides = zip(arguments, arguments.dropFirst()).filter { $0.0 == "--set" }.map(\.1)
+            return overrides.isEmpty ? file : file + " " + overrides.joined(separator: " ")
+        }
+    }
+
+    @Test("runs, passes its thresholds, loses nothing", arguments: runs.map { LibraryRun(file: $0.file, arguments: $0.arguments) })
+    func library(run: LibraryRun) throws {
+        let file = run.file
+        let arguments = run.arguments
         let out = RunEndToEndTests.temporaryDirectory("library-\(file)")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let outcome = try RunEndToEndTests.run(["run", "scenarios/" + file, "--out", out, "--quiet"] + arguments)

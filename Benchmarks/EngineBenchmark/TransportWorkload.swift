@@ -1,0 +1,161 @@
+import FleetBroker
+import FleetEngine
+import FleetTransport
+import Foundation
+import Glibc
+import MQTTCodec
+import MQTTSession
+
+// The `transports` workload: the same QoS 0 load and the same idle fleet on tcp, tls, ws and wss in one run.
+// One mosquitto serves tcp, ws and mqtts (so tcp and ws compare on the same broker); FleetBroker has one TLS
+// listener per broker, so wss gets a second, identically configured one.
+
+/// A throwaway CA and a server certificate for 127.0.0.1, made with the `openssl` command (EC P-256).
+struct BenchmarkCertificates {
+    let directory: String
+    var caFile: String { directory + "/ca.pem" }
+    var serverCertificate: String { directory + "/server.pem" }
+    var serverKey: String { directory + "/server.key" }
+
+    static func make() throws -> BenchmarkCertificates {
+        let directory = NSTemporaryDirectory() + "fleetbench-bench-certs-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data("subjectAltName=IP:127.0.0.1,DNS:localhost\n".utf8).write(to: URL(fileURLWithPath: directory + "/server.ext"))
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=bench CA",
+                                             "-addext", "basicConstraints=critical,CA:TRUE"], in: directory)
+        try openssl(["req"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"], in: directory)
+        try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "1",
+                     "-days", "1", "-extfile", "server.ext", "-out", "server.pem"], in: directory)
+        chmod(directory + "/server.key", 0o644)
+        return BenchmarkCertificates(directory: directory)
+    }
+
+    private static func openssl(_ arguments: [String], in directory: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        if process.terminationStatus != 0 {
+            throw NSError(domain: "openssl", code: Int(process.terminationStatus),
+                          userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments.first ?? "") failed"])
+        }
+    }
+}
+
+@MainActor
+func transports(messages: Int, idleClients: Int) {
+    let certificates: BenchmarkCertificates
+    do { certificates = try BenchmarkCertificates.make() } catch {
+        print(json(["workload": "transports", "error": "certificates: \(error)"])); return
+    }
+    defer { try? FileManager.default.removeItem(atPath: certificates.directory) }
+    var mainConfiguration = brokerConfiguration
+    mainConfiguration.websocketsListener = true
+    mainConfiguration.tlsListener = MosquittoTLSListener(
+        caFile: certificates.caFile, certificateFile: certificates.serverCertificate, keyFile: certificates.serverKey)
+    var secureWebSocketConfiguration = mainConfiguration
+    secureWebSocketConfiguration.websocketsListener = false
+    secureWebSocketConfiguration.tlsListener?.websockets = true
+    let main: MosquittoBroker
+    let secure: MosquittoBroker
+    do {
+        main = try MosquittoBroker(configuration: mainConfiguration)
+        secure = try MosquittoBroker(configuration: secureWebSocketConfiguration)
+    } catch {
+        print(json(["workload": "transports", "error": "mosquitto did not start: \(error)"])); return
+    }
+    defer {
+        main.stop()
+        secure.stop()
+    }
+    let endpoints: [(String, EngineBrokerEndpoint)]
+    do {
+        let tls = EngineTLS(context: try TLSClientContext(configuration: .init(caFile: certificates.caFile)),
+                            serverName: "127.0.0.1")
+        let webSocket = EngineWebSocket(host: "127.0.0.1", path: "/mqtt")
+        func address(_ port: UInt16?) throws -> SocketAddress { try SocketAddress(ipAddress: "127.0.0.1", port: port ?? 0) }
+        endpoints = [
+            ("tcp", EngineBrokerEndpoint(address: try address(main.port))),
+            ("tls", EngineBrokerEndpoint(address: try address(main.tlsPort), transport: .tls(tls))),
+            ("ws", EngineBrokerEndpoint(address: try address(main.layout.websocketsPort), transport: .webSocket(webSocket))),
+            ("wss", EngineBrokerEndpoint(address: try address(secure.tlsPort), transport: .secureWebSocket(tls, webSocket))),
+        ]
+    } catch {
+        print(json(["workload": "transports", "error": "\(error)"])); return
+    }
+
+    // QoS 0 throughput with one subscriber to every publisher, per transport.
+    var rates: [String: Double] = [:]
+    for (name, endpoint) in endpoints {
+        guard let figures = engineThroughput(qos: .atMostOnce, window: 32, publishers: 10, messages: messages,
+                                             subscriber: true, endpoint: endpoint) else {
+            print(json(["workload": "transports", "transport": name, "error": "engine did not start"])); continue
+        }
+        rates[name] = figures.messagesPerSecond
+        var line = throughputLine("transports", ["transport": name, "publishers": 10,
+                                                 "messages_per_publisher": messages, "subscriber": true], figures)
+        if name != "tcp", let tcp = rates["tcp"] { line["rate_over_tcp"] = round3(figures.messagesPerSecond / tcp) }
+        if name == "ws" { line["target_rate_over_tcp_min"] = 0.7 }
+        print(json(line))
+    }
+
+    // Idle clients per transport: RSS per connected client, connect (and TLS handshake) rate.
+    for (name, endpoint) in endpoints {
+        transportIdle(name: name, endpoint: endpoint, clients: idleClients)
+    }
+}
+
+@MainActor
+func transportIdle(name: String, endpoint: EngineBrokerEndpoint, clients: Int) {
+    let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60)
+    var fleet = EngineFleet(name: "idle", count: clients, clientID: { "idle-\(name)-\($0)" }, session: settings,
+                            maxConnectsInFlight: 256)
+    fleet.endpoints = [endpoint]
+    // Freed memory of the earlier workloads back to the system, so it is not reused unseen by this one.
+    _ = releaseFreeHeap(0)
+    let rssBefore = residentKiB()
+    let configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
+                                            readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
+    let engine: Engine
+    do { engine = try Engine(configuration: configuration) } catch {
+        print(json(["workload": "transports_idle", "transport": name, "error": "\(error)"])); return
+    }
+    let cpuBefore = cpuMicroseconds()
+    let observer = RunObserver(quietCPU: nil, maxPublishSeconds: 0.3)
+    let result = engine.run(duration: 500_000_000, shouldStop: { observer.poll() })
+    let connectSeconds = observer.readyAt.map { Double($0 - observer.start) / 1e9 } ?? .nan
+    let connectCPU = observer.lastCPU - cpuBefore
+    let connected = max(result.peakConnected, 1)
+    let perClient = Double(observer.rssAtReady - rssBefore) * 1024 / Double(connected)
+    let rate = Double(result.counters.connectsSucceeded) / connectSeconds
+    var line: [String: Any] = [
+        "workload": "transports_idle", "transport": name, "clients": clients,
+        "connects_succeeded": result.counters.connectsSucceeded, "peak_connected": result.peakConnected,
+        "connect_seconds": round3(connectSeconds), "connects_per_second": rate.rounded(),
+        "cpu_us_per_connect": (connectCPU / Double(max(result.counters.connectsSucceeded, 1))).rounded(),
+        "rss_bytes_per_client": perClient.rounded(), "failures_by_reason": failures(result.counters),
+        "transport_errors": result.transportErrors,
+    ]
+    let handshakes = result.latency.histogram(.tlsHandshake, from: .sent)
+    if handshakes.totalCount > 0 {
+        line["tls_handshakes_per_second"] = (Double(handshakes.totalCount) / connectSeconds).rounded()
+        line["tls_handshake_p50_us"] = handshakes.valueAtPercentile(50)
+        line["tls_handshake_p99_us"] = handshakes.valueAtPercentile(99)
+        line["target_rss_bytes_per_client_max"] = 40_960
+    }
+    let upgrades = result.latency.histogram(.wsUpgrade, from: .sent)
+    if upgrades.totalCount > 0 {
+        line["ws_upgrade_p50_us"] = upgrades.valueAtPercentile(50)
+        line["ws_upgrade_p99_us"] = upgrades.valueAtPercentile(99)
+    }
+    print(json(line))
+}
+
+/// glibc's malloc_trim (not exported by the Glibc module): gives free heap pages back to the kernel.
+@_silgen_name("malloc_trim")
+func releaseFreeHeap(_ pad: Int) -> Int32
