@@ -1,3 +1,4 @@
+import MQTTCodec
 /// What a scenario will do, for `fleetbench validate`: fleets, clients, expected publish rates, timeline.
 public struct ScenarioPlan: Equatable, Sendable {
     public struct StreamPlan: Equatable, Sendable {
@@ -57,7 +58,7 @@ public struct ScenarioPlan: Equatable, Sendable {
                     // Overlapping subscriptions may bring a client more than one copy (MQTT 5.0 §3.3.4 leaves it
                     // to the broker); the plan counts the client once.
                     if subscriber.subscriptions.contains(where: {
-                        TopicMatching.matches(filter: $0.filter.render(clientID: clientID, index: index, fleet: subscriber.name), topic: rendered)
+                        MQTTTopic.matches(filter: $0.filter.render(clientID: clientID, index: index, fleet: subscriber.name), topic: rendered)
                     }) {
                         receivers += 1
                     }

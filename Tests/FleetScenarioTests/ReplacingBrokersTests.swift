@@ -1,18 +1,6 @@
 import Testing
 @testable import FleetScenario
 
-@Suite("Topic filter matching")
-struct TopicMatchingTests {
-    @Test("filters match per MQTT 5.0 §4.7", arguments: [
-        ("a/b", "a/b", true), ("a/+", "a/b", true), ("a/+", "a/b/c", false), ("a/#", "a", true), ("a/#", "a/b/c", true),
-        ("#", "a/b", true), ("+/+", "/x", true), ("+", "$SYS", false), ("#", "$SYS/x", false), ("$SYS/#", "$SYS/x", true),
-        ("a/b", "a/b/c", false), ("a/b/c", "a/b", false), ("+/b", "a/c", false),
-    ])
-    func matches(filter: String, topic: String, expected: Bool) {
-        #expect(TopicMatching.matches(filter: filter, topic: topic) == expected)
-    }
-}
-
 @Suite("--broker replacing the scenario's brokers")
 struct ReplacingBrokersTests {
     @Test("valid URLs replace the brokers")
