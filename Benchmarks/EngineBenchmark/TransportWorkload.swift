@@ -10,50 +10,14 @@ import MQTTSession
 // One mosquitto serves tcp, ws and mqtts (so tcp and ws compare on the same broker); FleetBroker has one TLS
 // listener per broker, so wss gets a second, identically configured one.
 
-/// A throwaway CA and a server certificate for 127.0.0.1, made with the `openssl` command (EC P-256).
-struct BenchmarkCertificates {
-    let directory: String
-    var caFile: String { directory + "/ca.pem" }
-    var serverCertificate: String { directory + "/server.pem" }
-    var serverKey: String { directory + "/server.key" }
-
-    static func make() throws -> BenchmarkCertificates {
-        let directory = NSTemporaryDirectory() + "fleetbench-bench-certs-\(getpid())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data("subjectAltName=IP:127.0.0.1,DNS:localhost\n".utf8).write(to: URL(fileURLWithPath: directory + "/server.ext"))
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=bench CA",
-                                             "-addext", "basicConstraints=critical,CA:TRUE"], in: directory)
-        try openssl(["req"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"], in: directory)
-        try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "1",
-                     "-days", "1", "-extfile", "server.ext", "-out", "server.pem"], in: directory)
-        chmod(directory + "/server.key", 0o644)
-        return BenchmarkCertificates(directory: directory)
-    }
-
-    private static func openssl(_ arguments: [String], in directory: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        if process.terminationStatus != 0 {
-            throw NSError(domain: "openssl", code: Int(process.terminationStatus),
-                          userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments.first ?? "") failed"])
-        }
-    }
-}
 
 @MainActor
 func transports(messages: Int, idleClients: Int) {
-    let certificates: BenchmarkCertificates
-    do { certificates = try BenchmarkCertificates.make() } catch {
+    let certificates: ThrowawayCertificates
+    do { certificates = try ThrowawayCertificates.make(label: "bench-certs") } catch {
         print(json(["workload": "transports", "error": "certificates: \(error)"])); return
     }
-    defer { try? FileManager.default.removeItem(atPath: certificates.directory) }
+    defer { certificates.remove() }
     var mainConfiguration = brokerConfiguration
     mainConfiguration.websocketsListener = true
     mainConfiguration.tlsListener = MosquittoTLSListener(

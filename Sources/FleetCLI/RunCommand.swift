@@ -168,7 +168,7 @@ struct RunCommand {
 
         // The embedded broker, when the scenario names none.
         var embedded: MosquittoBroker?
-        var embeddedCertificates: EmbeddedBrokerCertificates?
+        var embeddedCertificates: ThrowawayCertificates?
         defer { embeddedCertificates?.remove() }
         if scenario.usesEmbeddedBroker {
             var configuration = MosquittoConfiguration()
@@ -181,7 +181,7 @@ struct RunCommand {
                     guard !(wanted.contains(.tls) && wanted.contains(.secureWebSocket)) else {
                         throw UnsupportedFeature(description: "the embedded broker has one TLS listener: fleets may use mqtts or wss, not both")
                     }
-                    let certificates = try EmbeddedBrokerCertificates.make()
+                    let certificates = try ThrowawayCertificates.make(label: "broker-certs")
                     embeddedCertificates = certificates
                     configuration.tlsListener = MosquittoTLSListener(
                         caFile: certificates.caFile, certificateFile: certificates.serverCertificate,
@@ -400,7 +400,7 @@ struct RunCommand {
     /// The brokers of the run: the embedded mosquitto's listeners (plain, websockets, TLS with the throwaway CA)
     /// or the scenario's endpoints, resolved.
     static func runBrokers(
-        embedded: MosquittoBroker?, certificates: EmbeddedBrokerCertificates?, scenario: Scenario
+        embedded: MosquittoBroker?, certificates: ThrowawayCertificates?, scenario: Scenario
     ) throws -> [RunBroker] {
         if let embedded {
             let host = "127.0.0.1"

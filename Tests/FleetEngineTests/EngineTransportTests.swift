@@ -15,7 +15,7 @@ struct EngineTransportTests {
     }
 
     /// A mosquitto with a websockets listener and a TLS listener (WebSocket over TLS for `wss`).
-    static func broker(for layers: Layers, certificates: EngineTestCertificates) throws -> MosquittoBroker {
+    static func broker(for layers: Layers, certificates: ThrowawayCertificates) throws -> MosquittoBroker {
         var configuration = MosquittoConfiguration()
         configuration.websocketsListener = true
         configuration.tlsListener = MosquittoTLSListener(

@@ -14,7 +14,7 @@ enum BrokerTransport: String, CaseIterable, Sendable, CustomTestStringConvertibl
 /// websockets listener and one TLS listener: plain MQTT over TLS, or (for wss) WebSocket over TLS.
 func startBroker(
     tlsWebSockets: Bool = false, requireClientCertificate: Bool = false
-) throws -> (MosquittoBroker, TestCertificates) {
+) throws -> (MosquittoBroker, ThrowawayCertificates) {
     let certificates = try TestCertificates.get()
     var configuration = MosquittoConfiguration()
     configuration.websocketsListener = true
