@@ -61,18 +61,7 @@ struct EngineTransportTests {
         let configuration = EngineConfiguration(fleets: Self.withEndpoint(fleets, endpoint), brokers: [], lanes: 2,
                                                 drainTimeout: 3_000_000_000)
         let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
-        #expect(result.counters.connectsAttempted == 5)
-        #expect(result.counters.connectsSucceeded == 5)
-        #expect(result.counters.published[level] == 600)
-        #expect(result.counters.received[level] == 1200)
-        if qos != .atMostOnce { #expect(result.counters.acked[level] == 600) }
-        let delivery = result.delivery[Int(qos.rawValue)]
-        #expect(delivery.expected == 1200)
-        #expect(delivery.unique == 1200)
-        #expect(delivery.lost == 0)
-        #expect(delivery.duplicated == 0)
-        #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 1200)
+        EngineTests.expectExactRoundTrip(result, qos: qos)
         let handshakes = result.latency.histogram(.tlsHandshake, from: .sent).totalCount
         let upgrades = result.latency.histogram(.wsUpgrade, from: .sent).totalCount
         #expect(handshakes == (layers == .ws ? 0 : 5))
