@@ -16,6 +16,8 @@ struct ReferenceWriter {
         var seconds: Double
         var messages: Int
         var delivered: Int
+        /// CPU of the reading thread alone (µs): what receiving the delivered messages costs a minimal reader.
+        var readerCPUMicroseconds: Double
     }
 
     /// A blocking TCP socket connected to the broker with a CONNACK received, or nil.
@@ -100,8 +102,8 @@ struct ReferenceWriter {
         }
         let total = publishers * messagesPerPublisher
         let expectedBytes = total * packetSize
-        let delivered = UnsafeMutablePointer<Int>.allocate(capacity: 1)
-        delivered.initialize(to: 0)
+        let delivered = UnsafeMutablePointer<Int>.allocate(capacity: 2)
+        delivered.initialize(repeating: 0, count: 2)
         defer { delivered.deallocate() }
         let group = DispatchGroup()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -121,6 +123,9 @@ struct ReferenceWriter {
                     received += n
                 }
                 target.pointer.pointee = received / size
+                var cpu = timespec()
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)
+                target.pointer[1] = cpu.tv_sec * 1_000_000 + cpu.tv_nsec / 1000
             }
         }
         let sendGroup = DispatchGroup()
@@ -145,7 +150,8 @@ struct ReferenceWriter {
         for fd in sockets { close(fd) }
         if let subscriber { close(subscriber) }
         return Result(seconds: Double(end - start) / 1e9, messages: total,
-                      delivered: withSubscriber ? delivered.pointee : 0)
+                      delivered: withSubscriber ? delivered.pointee : 0,
+                      readerCPUMicroseconds: Double(delivered[1]))
     }
 }
 

@@ -31,6 +31,16 @@ func cpuMicroseconds() -> Double {
 
 func nowNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// User + system CPU of another process (the broker) in µs, from /proc/PID/stat (fields 14 and 15, in ticks).
+func processCPUMicroseconds(_ pid: Int32?) -> Double {
+    guard let pid, let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = text.lastIndex(of: ")") else { return .nan }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // fields[0] is the state (field 3); utime and stime are fields 14 and 15.
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+    return (user + system) * 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// Watches `Engine.run`'s stop poll to learn when the connect phase ended and when publishing went quiet.
 ///
 /// While waiting for readiness the engine polls only after a 50 ms wait timed out; the publish loop polls once
@@ -157,6 +167,8 @@ struct ThroughputFigures {
     var acked: UInt64 = 0
     var seconds = 0.0
     var cpuMicroseconds = 0.0
+    /// The broker's CPU over the same span, as a share of one core (it is single-threaded).
+    var brokerCPUPercent = 0.0
     var messagesPerSecond: Double { Double(received > 0 ? received : published) / seconds }
     var cpuPerMessage: Double { cpuMicroseconds / Double(max(published, 1)) }
     var ackP50: UInt64 = 0
@@ -192,11 +204,13 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
                                             readyTimeout: 10_000_000_000, drainTimeout: 10_000_000_000)
     guard let engine = try? Engine(configuration: configuration) else { return nil }
     let cpuBefore = cpuMicroseconds()
+    let brokerCPUBefore = processCPUMicroseconds(broker.pid)
     // Quiet: under 1 ms of CPU in 50 ms, for 1 s, means publishing and delivery are over.
     let observer = RunObserver(quietCPU: 1_000, maxPublishSeconds: 60)
     let result = engine.run(duration: 60_000_000_000, shouldStop: { observer.poll() })
     var figures = ThroughputFigures()
     figures.cpuMicroseconds = cpuMicroseconds() - cpuBefore
+    let brokerCPU = processCPUMicroseconds(broker.pid) - brokerCPUBefore
     let level = QoSLevel(rawValue: Int(qos.rawValue))!
     figures.published = result.counters.published[level]
     figures.received = result.counters.received[level]
@@ -204,6 +218,8 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     let lastSend = result.latency.histogram(.scheduleLag, from: .intended).max
     let lastDelivery = subscriber ? result.latency.histogram(.endToEnd, from: .intended).max : 0
     figures.seconds = Double(max(lastSend, lastDelivery)) / 1e6
+    // The broker's CPU is counted until the run's end (drain and quiet period included, when it is idle).
+    figures.brokerCPUPercent = brokerCPU / 1e6 / figures.seconds * 100
     let ackKind: LatencyKind = qos == .exactlyOnce ? .pubcomp : .puback
     if qos != .atMostOnce {
         let histogram = result.latency.histogram(ackKind, from: .sent)
@@ -224,6 +240,7 @@ func throughputLine(_ workload: String, _ extra: [String: Any], _ figures: Throu
     line["seconds"] = round3(figures.seconds)
     line["msgs_per_second"] = figures.messagesPerSecond.rounded()
     line["cpu_us_per_msg"] = round3(figures.cpuPerMessage)
+    line["broker_cpu_percent_of_one_core"] = (figures.brokerCPUPercent * 10).rounded() / 10
     line["lost"] = figures.lost
     line["duplicated"] = figures.duplicated
     line["disconnects_by_reason"] = figures.disconnects
@@ -232,9 +249,14 @@ func throughputLine(_ workload: String, _ extra: [String: Any], _ figures: Throu
 
 func qos0(messages: Int) {
     let publishers = 10
-    for subscriber in [false, true] {
-        let reference = ReferenceWriter(port: broker.port, publishers: publishers, messagesPerPublisher: messages,
-                                        payloadSize: 64, withSubscriber: subscriber).run()
+    // ENGINE_BENCH_SUBSCRIBER="true" runs the with-subscriber case only (for profiling).
+    let cases = (ProcessInfo.processInfo.environment["ENGINE_BENCH_SUBSCRIBER"] ?? "false,true")
+        .split(separator: ",").compactMap { Bool(String($0)) }
+    let skipReference = ProcessInfo.processInfo.environment["ENGINE_BENCH_REFERENCE"] == "0"
+    for subscriber in cases {
+        let reference = skipReference ? nil : ReferenceWriter(
+            port: broker.port, publishers: publishers, messagesPerPublisher: messages, payloadSize: 64,
+            withSubscriber: subscriber).run()
         guard let figures = engineThroughput(qos: .atMostOnce, window: 32, publishers: publishers,
                                              messages: messages, subscriber: subscriber) else {
             print(json(["workload": "qos0", "error": "engine did not start"])); continue
@@ -247,6 +269,10 @@ func qos0(messages: Int) {
             line["reference_msgs_per_second"] = referenceRate.rounded()
             line["reference_delivered"] = referenceCount
             line["engine_over_reference"] = round3(figures.messagesPerSecond / referenceRate)
+            if subscriber {
+                // The floor for receiving: a thread doing nothing but blocking reads of 1 MiB.
+                line["reference_reader_cpu_us_per_msg"] = round3(reference.readerCPUMicroseconds / Double(max(referenceCount, 1)))
+            }
         } else {
             line["reference_error"] = "reference writer could not connect"
         }
@@ -259,7 +285,10 @@ func qos0(messages: Int) {
 func qosWindows(_ qos: MQTTQoS, messages: Int) {
     let name = qos == .atLeastOnce ? "qos1" : "qos2"
     var rates: [UInt16: Double] = [:]
-    for window: UInt16 in [1, 32] {
+    // ENGINE_BENCH_WINDOWS="32" runs one window only (for profiling).
+    let windows = (ProcessInfo.processInfo.environment["ENGINE_BENCH_WINDOWS"] ?? "1,32")
+        .split(separator: ",").compactMap { UInt16($0) }
+    for window in windows {
         guard let figures = engineThroughput(qos: qos, window: window, publishers: 10, messages: messages,
                                              subscriber: false) else {
             print(json(["workload": name, "error": "engine did not start"])); continue
@@ -314,8 +343,8 @@ func fleet(clients: Int, seconds: Int) {
 let all = selected == "all"
 if all || selected == "idle" { idle(clients: scaled(15_000)) }
 if all || selected == "qos0" { qos0(messages: scaled(200_000)) }
-if all || selected == "qos1" { qosWindows(.atLeastOnce, messages: scaled(20_000)) }
-if all || selected == "qos2" { qosWindows(.exactlyOnce, messages: scaled(20_000)) }
+if all || selected == "qos1" { qosWindows(.atLeastOnce, messages: scaled(200_000)) }
+if all || selected == "qos2" { qosWindows(.exactlyOnce, messages: scaled(200_000)) }
 if all || selected == "fleet" { fleet(clients: scaled(15_000), seconds: 20) }
 if all || selected == "transports" { transports(messages: scaled(20_000), idleClients: scaled(2_000)) }
 broker.stop()

@@ -159,6 +159,8 @@ extension Lane {
         try? epoll.remove(socket.fileDescriptor)
         if abortive { try? socket.closeAbortively() } else { try? socket.close() }
         clients[client].socket = nil
+        clients[client].receiveLowWatermark = 1
+        clients[client].awaitingWindow = false
         clients[client].wantsWritable = false
         clients[client].inbound = []
         clients[client].outbound.removeAll()

@@ -18,6 +18,9 @@ public enum LaneDriver: Sendable, Equatable {
 final class LaneThread: @unchecked Sendable {
     // @unchecked: `thread` is written once before the thread runs and read after it was told to stop.
     let shutdown = Atomic<Bool>(false)
+    /// Turns run on the lane's queue, by the driver or not: the driver hands its events to the next turn only
+    /// when no other turn ran since its wait began (else they may be stale: a socket closed, its index reused).
+    let turns = Atomic<UInt64>(0)
     let wake: EventNotifier
     var thread = pthread_t()
     var started = false
@@ -49,14 +52,19 @@ extension Lane {
 
     private func driveUntilShutdown() {
         guard let driver = threadDriver else { return }
-        // One event is enough to learn that something is ready (level-triggered: nothing is consumed here);
-        // the turn fetches the events itself.
-        var event = fb_epoll_event_make(0, 0)
+        // The wait's events go to the turn (level-triggered: a turn that cannot use them fetches its own).
+        let ready = EpollReadyList(capacity: epoll.capacity)
         while !driver.shutdown.load(ordering: .acquiring) {
-            let count = epoll_wait(epoll.fileDescriptor, &event, 1, -1)
-            if count < 0 && errno != EINTR { break }
+            let turnsBefore = driver.turns.load(ordering: .relaxed)
+            let count: Int
+            do { count = try epoll.wait(timeoutMilliseconds: -1, into: ready) } catch { break }
             if driver.shutdown.load(ordering: .acquiring) { break }
-            if count > 0 { queue.sync { self.turn() } }
+            if count > 0 {
+                queue.sync {
+                    let fresh = driver.turns.load(ordering: .relaxed) == turnsBefore
+                    self.turn(prefetched: fresh ? ready : nil)
+                }
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import FleetMetrics
+import FleetTransport
 import MQTTCodec
 import MQTTSession
 
@@ -47,6 +48,13 @@ extension Lane {
 
     func sessionDeadline(_ client: Int) {
         guard clients[client].socket != nil else { return }
+        if clients[client].receiveLowWatermark != 1 {
+            // Whatever arrived below the low watermark is read before any ack is declared missing.
+            clients[client].awaitingWindow = false
+            updateReceiveLowWatermark(client)
+            readAvailable(client)
+            guard clients[client].socket != nil else { return }
+        }
         var sink = LaneSessionSink(lane: self, client: client)
         clients[client].session.checkDeadlines(now: now, output: &scratch, events: &sink)
         stage(client)
@@ -93,8 +101,43 @@ extension Lane {
         }
     }
 
+    /// An acknowledgement freed a slot of the in-flight window.
+    ///
+    /// A client whose window was full resumes once half of it is free, not at every ack: refilling one slot per
+    /// ack degenerates a window of 32 into 32 one-message writes, each a TCP segment and a wakeup of the broker;
+    /// refilling in halves sends the backlog 16 messages to a write. The window is still honoured, the wait shows
+    /// as schedule lag, and a client that never fills its window is not affected.
+    func windowOpened(_ client: Int) {
+        if clients[client].awaitingWindow && freeWindowSlotsMissing(client) > 0 { return }
+        publishDue(client)
+    }
+
+    /// How many more window slots must free up before a waiting client resumes publishing.
+    private func freeWindowSlotsMissing(_ client: Int) -> Int {
+        let window = clients[client].session.inFlightWindow
+        return max(1, window / 2) - (window - clients[client].session.inFlightCount)
+    }
+
+    /// While a plain-TCP client waits for `missing` acks, the kernel need not wake the lane before 4 bytes per
+    /// ack are queued (a PUBACK or PUBCOMP is at least 4 bytes): acks are then read a batch per wakeup instead
+    /// of one or two. A lower bound that cannot hang: the messages still in flight owe at least `missing` acks
+    /// (the window's other half), and end of stream, errors and ack deadlines (`sessionDeadline` resets it and
+    /// reads first) are not held back. Clients that subscribe keep 1, so no incoming message waits. Set only
+    /// when it changes: a client refilling a full window the same way each time makes no call.
+    func updateReceiveLowWatermark(_ client: Int) {
+        var wanted: Int32 = 1
+        if clients[client].awaitingWindow, clients[client].transport == nil, clients[client].subscriptions.isEmpty {
+            let missing = freeWindowSlotsMissing(client)
+            if missing > 1 { wanted = Int32(truncatingIfNeeded: missing * 4) }
+        }
+        guard wanted != clients[client].receiveLowWatermark, let socket = clients[client].socket else { return }
+        if (try? socket.setReceiveLowWatermark(wanted)) != nil { clients[client].receiveLowWatermark = wanted }
+    }
+
     /// Sends what every stream of the client has due, then sleeps until the earliest next slot.
     func publishDue(_ client: Int) {
+        clients[client].awaitingWindow = false
+        defer { updateReceiveLowWatermark(client) }
         guard publishing, clients[client].phase == .connected else { return }
         // Backpressure: while the socket has not taken the last batch, produce nothing more. The backlog stays
         // in the schedule, where it shows as schedule lag; `flush` wakes this again once the buffer drained.
@@ -185,6 +228,7 @@ extension Lane {
             metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: due.lag / 1000)
             return true
         case .windowFull:
+            clients[client].awaitingWindow = true
             return false
         case .notConnected, .packetTooLarge, .qosNotSupported:
             metrics.fleets[clients[client].fleet].droppedSlots += 1

@@ -137,9 +137,17 @@ final class Lane: @unchecked Sendable {
 
     // MARK: The turn
 
-    func turn() {
+    /// `prefetched`: the events the driver thread's blocking wait returned, handled first, so a turn woken by
+    /// the driver costs one epoll_wait, not two. Only a full list means more may be waiting.
+    func turn(prefetched: EpollReadyList? = nil) {
         now = MonotonicClock.now()
-        drainEvents()
+        threadDriver?.turns.add(1, ordering: .relaxed)
+        if let prefetched {
+            handle(prefetched.count, token: prefetched.token(at:), flags: prefetched.events(at:))
+            if prefetched.count == prefetched.capacity { drainEvents() }
+        } else {
+            drainEvents()
+        }
         fireTimers()
         emitDueSnapshots()
         if now >= nextChurnAt { runDueChurns() }
@@ -154,22 +162,26 @@ final class Lane: @unchecked Sendable {
             let count: Int
             do { count = try epoll.wait(timeoutMilliseconds: 0) } catch { return }
             if count == 0 { return }
-            for event in 0..<count {
-                let token = epoll.token(at: event)
-                let flags = epoll.events(at: event)
-                if token == Self.wakeToken {
-                    _ = try? threadDriver?.wake.drain()
-                    continue
-                }
-                if token == Self.timerToken {
-                    var expirations: UInt64 = 0
-                    _ = Glibc.read(timer, &expirations, 8)
-                    armedDeadline = .max
-                    continue
-                }
-                handleSocketEvent(client: Int(token), flags: flags)
-            }
+            handle(count, token: epoll.token(at:), flags: epoll.events(at:))
             if count < epoll.capacity { return }
+        }
+    }
+
+    @inline(__always)
+    private func handle(_ count: Int, token: (Int) -> UInt64, flags: (Int) -> EpollEvents) {
+        for event in 0..<count {
+            let token = token(event)
+            if token == Self.wakeToken {
+                _ = try? threadDriver?.wake.drain()
+                continue
+            }
+            if token == Self.timerToken {
+                var expirations: UInt64 = 0
+                _ = Glibc.read(timer, &expirations, 8)
+                armedDeadline = .max
+                continue
+            }
+            handleSocketEvent(client: Int(token), flags: flags(event))
         }
     }
 

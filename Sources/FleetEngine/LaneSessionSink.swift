@@ -153,7 +153,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             lane.connectionLost(client, reason: closeReason)
             return false
         }
-        if windowOpened { lane.publishDue(client) }
+        if windowOpened { lane.windowOpened(client) }
         lane.scheduleSessionDeadline(client)
         return true
     }

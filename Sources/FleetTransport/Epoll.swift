@@ -35,21 +35,17 @@ public struct EpollEvents: OptionSet, Sendable, Hashable {
 /// The event array is allocated once; `wait` fills it in place and allocates nothing.
 public final class Epoll {
     public let fileDescriptor: Int32
-    private let events: UnsafeMutablePointer<epoll_event>
-    public let capacity: Int
-    private var readyCount = 0
+    private let ready: EpollReadyList
+    public var capacity: Int { ready.capacity }
 
     /// An epoll fd with close-on-exec and room for `capacity` events per wait.
     public init(capacity: Int = 512) throws(SystemError) {
         precondition(capacity > 0, "epoll capacity must be positive")  // a programming error, not input
         fileDescriptor = try SystemCall.checked("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
-        self.capacity = capacity
-        events = .allocate(capacity: capacity)
-        events.initialize(repeating: fb_epoll_event_make(0, 0), count: capacity)
+        ready = EpollReadyList(capacity: capacity)
     }
 
     deinit {
-        events.deallocate()
         try? SystemCall.close(fileDescriptor)
     }
 
@@ -81,31 +77,61 @@ public final class Epoll {
     /// with `token(at:)` and `events(at:)`. EINTR counts as zero events (the caller's loop comes round again).
     @inline(__always)
     public func wait(timeoutMilliseconds: Int32) throws(SystemError) -> Int {
-        let capacity = Int32(self.capacity)
-        let result = epoll_wait(fileDescriptor, events, capacity, timeoutMilliseconds)
+        try wait(timeoutMilliseconds: timeoutMilliseconds, into: ready)
+    }
+
+    /// Waits as `wait(timeoutMilliseconds:)` does, into a list of the caller's: a thread that blocks here can
+    /// hand what it got to the code that owns the epoll set without sharing the set's own list.
+    @inline(__always)
+    public func wait(timeoutMilliseconds: Int32, into list: EpollReadyList) throws(SystemError) -> Int {
+        let result = epoll_wait(fileDescriptor, list.events, Int32(list.capacity), timeoutMilliseconds)
         if result < 0 {
             let code = Glibc.errno
             if code == EINTR {
-                readyCount = 0
+                list.count = 0
                 return 0
             }
             throw SystemError(call: "epoll_wait", errno: code)
         }
-        readyCount = Int(result)
-        return readyCount
+        list.count = Int(result)
+        return list.count
     }
 
     /// The token registered for the `index`-th ready event of the last wait.
     @inline(__always)
-    public func token(at index: Int) -> UInt64 {
-        precondition(index >= 0 && index < readyCount, "event index out of range")
-        return fb_epoll_event_u64(events + index)
-    }
+    public func token(at index: Int) -> UInt64 { ready.token(at: index) }
 
     /// The flags of the `index`-th ready event of the last wait.
     @inline(__always)
+    public func events(at index: Int) -> EpollEvents { ready.events(at: index) }
+}
+
+/// The events one epoll_wait returned: a fixed array allocated once.
+public final class EpollReadyList: @unchecked Sendable {
+    // @unchecked: used by one thread at a time (the waiting thread, then the owner it hands the list to).
+    let events: UnsafeMutablePointer<epoll_event>
+    public let capacity: Int
+    /// Events filled by the last wait.
+    public internal(set) var count = 0
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "epoll capacity must be positive")  // a programming error, not input
+        self.capacity = capacity
+        events = .allocate(capacity: capacity)
+        events.initialize(repeating: fb_epoll_event_make(0, 0), count: capacity)
+    }
+
+    deinit { events.deallocate() }
+
+    @inline(__always)
+    public func token(at index: Int) -> UInt64 {
+        precondition(index >= 0 && index < count, "event index out of range")
+        return fb_epoll_event_u64(events + index)
+    }
+
+    @inline(__always)
     public func events(at index: Int) -> EpollEvents {
-        precondition(index >= 0 && index < readyCount, "event index out of range")
+        precondition(index >= 0 && index < count, "event index out of range")
         return EpollEvents(rawValue: fb_epoll_event_events(events + index))
     }
 }

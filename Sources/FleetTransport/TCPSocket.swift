@@ -130,6 +130,12 @@ public struct TCPSocket: Sendable, Hashable {
         try socketName(call: "getpeername") { getpeername(fileDescriptor, $0, $1) }
     }
 
+    /// SO_RCVLOWAT: epoll reports the socket readable (and the kernel wakes a waiter) only once `bytes` bytes
+    /// are queued; end of stream and errors are still reported at once. 1 is the default.
+    public func setReceiveLowWatermark(_ bytes: Int32) throws(SystemError) {
+        try setOption(level: SOL_SOCKET, name: SO_RCVLOWAT, value: max(1, bytes), call: "setsockopt(SO_RCVLOWAT)")
+    }
+
     /// SO_SNDBUF / SO_RCVBUF and similar integer options.
     public func setOption(level: Int32, name: Int32, value: Int32, call: StaticString = "setsockopt") throws(SystemError) {
         var value = value
