@@ -25,7 +25,8 @@ struct RunCommand {
           --seed N                seed of every random choice (same as --set seed=N)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
-          --lanes N               lanes (serial queues) to run clients on (default: one per core)
+          --lanes N               lanes (serial queues) to run clients on (default: one per core, one
+                                  fewer when the broker is on this machine)
           --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
                                   (e.g. 127.0.0.1:9464; loopback unless you name another address)
           --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression

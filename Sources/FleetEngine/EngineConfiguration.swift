@@ -197,7 +197,8 @@ public struct EngineConfiguration: Sendable {
     public var brokers: [SocketAddress]
     /// Local source addresses (port 0), spread over clients round-robin; empty: the kernel chooses.
     public var sourceAddresses: [SocketAddress]
-    /// Lanes (serial queues); default one per core.
+    /// Lanes (serial queues); 0: one per core, one fewer when the broker is on this machine
+    /// (`Engine.defaultLaneCount`).
     public var lanes: Int
     public var seed: UInt64
     /// Timing wheel resolution. 1 ms keeps schedule lag well under the 2 ms p99 target.

@@ -116,6 +116,18 @@ public enum SocketAddress: Sendable, Equatable, Hashable, CustomStringConvertibl
         }
     }
 
+    /// 127.0.0.0/8 or ::1 (or ::ffff:127.x.y.z): a peer on this machine.
+    public var isLoopback: Bool {
+        switch self {
+        case .v4(let address):
+            return UInt32(bigEndian: address.sin_addr.s_addr) >> 24 == 127
+        case .v6(let address):
+            let bytes = withUnsafeBytes(of: address.sin6_addr) { Array($0) }
+            if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return true }
+            return bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+        }
+    }
+
     /// The numeric address without the port, e.g. "127.0.0.2" or "::1".
     public var ipAddress: String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))

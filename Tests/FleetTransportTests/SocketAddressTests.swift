@@ -87,3 +87,18 @@ struct SocketAddressTests {
         #expect(!reason.isEmpty)
     }
 }
+
+@Suite("SocketAddress: loopback")
+struct SocketAddressLoopbackTests {
+    @Test(
+        "127.0.0.0/8, ::1 and IPv4-mapped 127.x are loopback; other addresses are not",
+        arguments: [
+            ("127.0.0.1", true), ("127.0.0.9", true), ("127.255.255.254", true),
+            ("::1", true), ("::ffff:127.0.0.2", true),
+            ("128.0.0.1", false), ("10.0.0.1", false), ("0.0.0.0", false), ("126.255.255.255", false),
+            ("::", false), ("::2", false), ("fe80::1", false), ("::ffff:10.0.0.1", false),
+        ] as [(String, Bool)])
+    func loopback(address: String, expected: Bool) throws {
+        #expect(try SocketAddress(ipAddress: address, port: 1883).isLoopback == expected)
+    }
+}
