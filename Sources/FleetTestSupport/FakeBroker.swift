@@ -34,6 +34,8 @@ public final class FakeBroker: @unchecked Sendable {
     private var openSockets: Set<Int32> = []
     private var listenerClosed = false
     private var packets: [(connection: Int, packet: MQTTPacket)] = []
+    /// Each connection's protocol version, as its CONNECT set it (for `send(_:toConnection:)`).
+    private var versions: [Int: MQTTProtocolVersion] = [:]
     private var decodeErrors: [MQTTDecodeError] = []
     private var stopped = false
     private let acceptThread: Thread
@@ -83,6 +85,28 @@ public final class FakeBroker: @unchecked Sendable {
 
     /// How many connections were accepted so far.
     public var connectionCount: Int { lock.withLock { clientSockets.count } }
+
+    /// Sends `action`'s bytes on connection `connection` now, from the caller's thread: for a test that answers
+    /// later than the behaviour could (acks withheld, then released one at a time). Only `.send` and
+    /// `.sendBytes`, and only small packets: the write is one non-blocking send made under the broker's lock
+    /// (so the descriptor cannot be closed and its number reused meanwhile). False when the connection is
+    /// gone or the socket did not take every byte at once.
+    @discardableResult
+    public func send(_ action: FakeBrokerAction, toConnection connection: Int) -> Bool {
+        lock.withLock {
+            guard connection < clientSockets.count, openSockets.contains(clientSockets[connection]) else { return false }
+            let bytes: [UInt8]
+            switch action {
+            case .send(let packet): bytes = packet.encoded(version: versions[connection] ?? .v3_1_1)
+            case .sendBytes(let raw): bytes = raw
+            case .close, .closeAbortively: return false
+            }
+            let sent = bytes.withUnsafeBytes {
+                Glibc.send(clientSockets[connection], $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            return sent == bytes.count
+        }
+    }
 
     /// Stops accepting and closes every connection.
     public func stop() {
@@ -183,7 +207,10 @@ public final class FakeBroker: @unchecked Sendable {
                     return
                 }
                 guard let packet else { break }
-                lock.withLock { packets.append((number, packet)) }
+                lock.withLock {
+                    packets.append((number, packet))
+                    versions[number] = decoder.version
+                }
                 for action in behaviour(number, packet, decoder.version) {
                     if !perform(action, on: client, version: decoder.version) { return }
                 }
@@ -211,7 +238,7 @@ public final class FakeBroker: @unchecked Sendable {
     private func sendAll(_ bytes: [UInt8], to client: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { send(client, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes.withUnsafeBytes { Glibc.send(client, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
             if sent < 0 && errno == EINTR { continue }
             if sent <= 0 { return false }
             offset += sent

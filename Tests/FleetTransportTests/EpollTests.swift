@@ -115,4 +115,39 @@ struct EpollTests {
         #expect(try notifier.drain() == 1)
         #expect(try outer.wait(timeoutMilliseconds: 0) == 0)
     }
+
+    @Test("wait(into:) fills the caller's list with tokens, flags and count, and leaves the epoll's own list alone")
+    func waitIntoSeparateList() throws {
+        let epoll = try Epoll(capacity: 8)
+        let first = try EventNotifier()
+        let second = try EventNotifier()
+        try epoll.add(first.fileDescriptor, events: .readable, token: 11)
+        try epoll.add(second.fileDescriptor, events: .readable, token: 12)
+        let list = EpollReadyList(capacity: 4)
+        #expect(list.count == 0)
+        #expect(try epoll.wait(timeoutMilliseconds: 0, into: list) == 0)
+        #expect(list.count == 0)
+
+        try second.signal()
+        #expect(try epoll.wait(timeoutMilliseconds: 0) == 1)  // the epoll's own list: [12]
+        #expect(try second.drain() == 1)
+        try first.signal()
+        #expect(try epoll.wait(timeoutMilliseconds: 0, into: list) == 1)  // the caller's list: [11]
+        #expect(list.count == 1)
+        #expect(list.token(at: 0) == 11)
+        #expect(list.events(at: 0) == .readable)
+        #expect(epoll.token(at: 0) == 12)
+        #expect(epoll.events(at: 0) == .readable)
+
+        // A list holds at most its capacity; level-triggered, the rest comes with the next wait.
+        try second.signal()
+        let single = EpollReadyList(capacity: 1)
+        #expect(try epoll.wait(timeoutMilliseconds: 0, into: single) == 1)
+        let firstToken = single.token(at: 0)
+        #expect(try epoll.wait(timeoutMilliseconds: 0, into: list) == 2)
+        #expect(Set([list.token(at: 0), list.token(at: 1)]) == [11, 12])
+        #expect(list.events(at: 0) == .readable && list.events(at: 1) == .readable)
+        #expect([11, 12].contains(firstToken))
+        #expect(epoll.token(at: 0) == 12)  // still the own list's one event
+    }
 }

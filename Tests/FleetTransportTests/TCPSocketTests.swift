@@ -215,3 +215,92 @@ struct TCPSocketTests {
         #expect(try withUnsafeMutableBytes(of: &byte) { try server.read(into: $0) } == .endOfStream)
     }
 }
+
+/// SO_RCVLOWAT on a loopback TCP pair: the engine raises it while a client waits for several acks, so what it
+/// promises (no readiness below the mark, end of stream regardless of it) is pinned down here.
+@Suite("TCPSocket: receive low watermark")
+struct TCPSocketLowWatermarkTests {
+    /// A connected loopback pair: the connecting side, and the accepted side that receives in these tests.
+    static func loopbackPair() throws -> (sender: TCPSocket, receiver: TCPSocket) {
+        let listener = try TCPListener.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0))
+        defer { try? listener.close() }
+        let sender = try connectThroughEpoll(to: listener.localAddress())
+        _ = try awaitEvents(.readable, on: listener.fileDescriptor)
+        guard case .processed(let receiver) = try listener.accept() else {
+            try? sender.close()
+            throw SystemError(call: "accept", errno: EAGAIN)
+        }
+        return (sender, receiver)
+    }
+
+    /// Bytes queued for reading (SIOCINQ), polled until it reaches `count` or 5 s pass: bytes written on
+    /// loopback are queued at the receiver shortly after the write returns, not necessarily before.
+    static func awaitQueued(_ count: Int32, on socket: TCPSocket) -> Int32 {
+        var queued: Int32 = 0
+        for _ in 0..<5_000 {
+            _ = ioctl(socket.fileDescriptor, UInt(FIONREAD), &queued)
+            if queued >= count { break }
+            usleep(1_000)
+        }
+        return queued
+    }
+
+    @Test("with the mark at 8, 7 queued bytes are not readable to epoll and the 8th byte makes them so")
+    func readableOnlyAtTheMark() throws {
+        let (sender, receiver) = try Self.loopbackPair()
+        defer {
+            try? sender.close()
+            try? receiver.close()
+        }
+        try receiver.setReceiveLowWatermark(8)
+        let epoll = try Epoll(capacity: 4)
+        try epoll.add(receiver.fileDescriptor, events: .readable, token: 3)
+        try writeAll([1, 2, 3, 4, 5, 6, 7], to: sender)
+        #expect(Self.awaitQueued(7, on: receiver) == 7)
+        #expect(try epoll.wait(timeoutMilliseconds: 0) == 0)
+        try writeAll([8], to: sender)
+        #expect(try epoll.wait(timeoutMilliseconds: 5_000) == 1)
+        #expect(epoll.token(at: 0) == 3)
+        #expect(epoll.events(at: 0) == .readable)
+        #expect(try readBytes(8, from: receiver) == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try epoll.wait(timeoutMilliseconds: 0) == 0)
+    }
+
+    @Test("end of stream is reported readable with fewer bytes queued than the mark, and those bytes are read")
+    func endOfStreamBelowTheMark() throws {
+        let (sender, receiver) = try Self.loopbackPair()
+        defer {
+            try? sender.close()
+            try? receiver.close()
+        }
+        try receiver.setReceiveLowWatermark(8)
+        let epoll = try Epoll(capacity: 4)
+        try epoll.add(receiver.fileDescriptor, events: .readable, token: 4)
+        try writeAll([9, 9, 9], to: sender)
+        #expect(Self.awaitQueued(3, on: receiver) == 3)
+        #expect(try epoll.wait(timeoutMilliseconds: 0) == 0)
+        try sender.shutdownWrite()
+        #expect(try epoll.wait(timeoutMilliseconds: 5_000) == 1)
+        #expect(epoll.token(at: 0) == 4)
+        #expect(epoll.events(at: 0) == .readable)
+        var chunk = [UInt8](repeating: 0, count: 16)
+        #expect(try chunk.withUnsafeMutableBytes { try receiver.read(into: $0) } == .bytes(3))
+        #expect(chunk[0..<3] == [9, 9, 9])
+        #expect(try chunk.withUnsafeMutableBytes { try receiver.read(into: $0) } == .endOfStream)
+    }
+
+    @Test("SO_RCVLOWAT reads back what was set; below 1 sets 1", arguments: [
+        (set: Int32(8), readBack: Int32(8)), (set: 1, readBack: 1), (set: 0, readBack: 1), (set: -4, readBack: 1),
+    ])
+    func optionReadsBack(_ value: (set: Int32, readBack: Int32)) throws {
+        let (sender, receiver) = try Self.loopbackPair()
+        defer {
+            try? sender.close()
+            try? receiver.close()
+        }
+        #expect(try receiver.option(level: SOL_SOCKET, name: SO_RCVLOWAT) == 1)  // the default
+        try receiver.setReceiveLowWatermark(20)
+        try receiver.setReceiveLowWatermark(value.set)
+        #expect(try receiver.option(level: SOL_SOCKET, name: SO_RCVLOWAT) == value.readBack)
+    }
+}

@@ -1,0 +1,252 @@
+import Dispatch
+import FleetMetrics
+import FleetTestSupport
+import FleetTransport
+import Foundation
+import Glibc
+import MQTTCodec
+import MQTTSession
+import Synchronization
+import Testing
+@testable import FleetEngine
+
+/// One client of window 4 publishing 12 messages to a fake broker that answers only when the test says so,
+/// the engine running on its own thread meanwhile. One lane, so the client is `lanes[0].clients[0]`.
+final class WindowRefillHarness: @unchecked Sendable {
+    // @unchecked: `result` is written by the engine thread before it signals `finished`, read after waiting.
+    static let window: UInt16 = 4
+    static let messages = 12
+
+    let qos: MQTTQoS
+    let broker: FakeBroker
+    let engine: Engine
+    private let stop = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    private var result: EngineResult?
+
+    /// `behaviour` withholds what the test releases; `ackTimeout` is long unless a test wants deadlines.
+    init(qos: MQTTQoS, behaviour: @escaping FakeBroker.Behaviour, ackTimeout: UInt64 = 60_000_000_000,
+         policy: MQTTAckTimeoutPolicy = .close, plan: PublishPlan = .rate(perSecond: 10_000),
+         subscribes: Bool = false) throws {
+        self.qos = qos
+        broker = try FakeBroker(behaviour: behaviour)
+        // Keepalive off: a ping deadline would run `sessionDeadline`, which resets the low watermark.
+        let settings = MQTTSessionSettings(
+            version: .v3_1_1, keepAliveSeconds: 0, inFlightWindow: Self.window,
+            timeouts: MQTTAckTimeouts(pubAck: ackTimeout, pubRec: ackTimeout, pubComp: ackTimeout),
+            onAckTimeout: policy)
+        let stream = EngineStream(topic: { _, _ in "refill" }, qos: qos, plan: plan, behind: .catchUp,
+                                  messageLimit: UInt64(Self.messages))
+        let fleet = EngineFleet(
+            name: "refill", count: 1, clientID: { "refill-\($0)" }, session: settings,
+            subscriptions: { _, _ in subscribes ? [MQTTSubscription(filter: "refill/in", qos: .atLeastOnce)] : [] },
+            streams: [stream])
+        let configuration = EngineConfiguration(
+            fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)],
+            lanes: 1, readyTimeout: 5_000_000_000, drainTimeout: 2_000_000_000)
+        engine = try Engine(configuration: configuration)
+    }
+
+    /// Runs the engine on a thread of its own until `finish` (or 60 s).
+    func start(duration: UInt64 = 60_000_000_000) {
+        let thread = Thread { [self] in
+            result = engine.run(duration: duration, shouldStop: { [self] in stop.load(ordering: .acquiring) })
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    /// Ends publishing (the drain then waits for what is in flight) and returns the result, or nil after 30 s.
+    func finish() -> EngineResult? {
+        stop.store(true, ordering: .releasing)
+        return awaitEnd()
+    }
+
+    /// The result once the run ended by itself (its duration passed), or nil after 30 s.
+    func awaitEnd() -> EngineResult? {
+        guard finished.wait(timeout: .now() + 30) == .success else { return nil }
+        return result
+    }
+
+    /// Packet ids of the PUBLISH packets the broker received, in arrival order.
+    var publishedIDs: [UInt16] {
+        broker.receivedPackets.compactMap { if case .publish(let publish) = $0.packet { publish.packetID } else { nil } }
+    }
+
+    var pubRelCount: Int {
+        broker.receivedPackets.count { if case .pubRel = $0.packet { true } else { false } }
+    }
+
+    /// Polls `value` until it reaches `target` or 5 s pass; returns the last value seen. A guard against
+    /// hanging only: nothing asserts on how long it took.
+    func await(_ target: Int, of value: () -> Int) -> Int {
+        var seen = value()
+        for _ in 0..<500 where seen < target {
+            usleep(10_000)
+            seen = value()
+        }
+        return seen
+    }
+
+    /// Polls `value` for 300 ms and returns the largest value seen: what arrived that should not have shows.
+    func settled(_ value: () -> Int) -> Int {
+        var largest = value()
+        for _ in 0..<30 {
+            usleep(10_000)
+            largest = max(largest, value())
+        }
+        return largest
+    }
+
+    /// The client socket's SO_RCVLOWAT as the kernel has it (nil when the client has no socket).
+    var receiveLowWatermark: Int32? {
+        let lane = engine.lanes[0]
+        return lane.queue.sync { lane.clients[0].socket.flatMap { try? $0.option(level: SOL_SOCKET, name: SO_RCVLOWAT) } }
+    }
+
+    /// Sends the packets in one write.
+    func release(_ packets: [MQTTPacket]) {
+        let bytes = packets.flatMap { $0.encoded(version: .v3_1_1) }
+        #expect(broker.send(.sendBytes(bytes), toConnection: 0))
+    }
+
+    /// The completion the window waits for: PUBACK in QoS 1, PUBCOMP in QoS 2.
+    func completion(_ packetID: UInt16) -> MQTTPacket {
+        qos == .exactlyOnce ? .pubComp(MQTTPubComp(packetID: packetID)) : .pubAck(MQTTPubAck(packetID: packetID))
+    }
+}
+
+/// CONNACK at once; every acknowledgement of a PUBLISH or PUBREL withheld (the test releases them).
+let withholdingBroker: FakeBroker.Behaviour = { connection, packet, version in
+    switch packet {
+    case .publish(let publish) where publish.qos != .atMostOnce: return []
+    case .pubRel: return []
+    default: return FakeBroker.standardResponse(connection, packet, version)
+    }
+}
+
+/// A client whose in-flight window was full resumes only once half of it is free, and meanwhile lets the
+/// kernel hold back acks below 4 bytes per missing ack (SO_RCVLOWAT); deadlines and bursts of acks still work.
+@Suite("Engine: a full in-flight window refills in halves", .serialized)
+struct EngineWindowRefillTests {
+    /// A client that subscribes keeps the mark at 1, so it reads each ack as it comes: there the halves rule
+    /// alone holds the refill back (without a subscription, the mark alone would hide the odd ack).
+    @Test("acks released one at a time: 4 PUBLISH, then 2 more at every 2nd ack, until all 12 are acked",
+          arguments: [MQTTQoS.atLeastOnce, .exactlyOnce], [false, true])
+    func refillInHalves(_ qos: MQTTQoS, subscribes: Bool) throws {
+        let run = try WindowRefillHarness(qos: qos, behaviour: withholdingBroker, subscribes: subscribes)
+        let raisedMark: Int32 = subscribes ? 1 : 8
+        run.start()
+        defer { run.broker.stop() }
+        #expect(run.await(4) { run.publishedIDs.count } == 4)
+        #expect(run.settled { run.publishedIDs.count } == 4)
+        // Waiting for 2 acks of 4 bytes: readable at 8 bytes.
+        #expect(run.receiveLowWatermark == raisedMark)
+        var pubRecsReleased = 0
+        for acks in 1...WindowRefillHarness.messages {
+            let published = run.publishedIDs
+            if qos == .exactlyOnce && pubRecsReleased < published.count {
+                // Every PUBREC owed, in one write (at least 8 bytes, so it wakes the client), then its PUBRELs.
+                run.release(published[pubRecsReleased...].map { .pubRec(MQTTPubRec(packetID: $0)) })
+                pubRecsReleased = published.count
+                #expect(run.await(published.count) { run.pubRelCount } == published.count)
+            }
+            run.release([run.completion(published[acks - 1])])
+            // An odd ack frees one slot of the two needed; an even one the second, and 2 messages go out.
+            let expected = min(WindowRefillHarness.messages, 4 + acks - acks % 2)
+            #expect(run.await(expected) { run.publishedIDs.count } == expected, "after \(acks) acks")
+            #expect(run.settled { run.publishedIDs.count } == expected, "after \(acks) acks")
+            // Raised while a message waits for the window; back to 1 once the last message went out.
+            #expect(run.receiveLowWatermark == (expected < WindowRefillHarness.messages ? raisedMark : 1),
+                    "after \(acks) acks")
+        }
+        let result = try #require(run.finish())
+        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        #expect(run.publishedIDs.count == 12)
+        #expect(Set(run.publishedIDs).count == 12)
+        #expect(result.counters.published[level] == 12)
+        #expect(result.counters.acked[level] == 12)
+        #expect(result.counters.ackTimeouts == AckTimeoutCounts())
+        #expect(result.counters.disconnects == [.clientInitiated: 1])
+    }
+
+    @Test("the acks of a whole window in one write wake the client: 4 more PUBLISH each time, all 12 acked",
+          arguments: [MQTTQoS.atLeastOnce, .exactlyOnce])
+    func wholeWindowOfAcksAtOnce(_ qos: MQTTQoS) throws {
+        let run = try WindowRefillHarness(qos: qos, behaviour: withholdingBroker)
+        run.start()
+        defer { run.broker.stop() }
+        #expect(run.await(4) { run.publishedIDs.count } == 4)
+        #expect(run.receiveLowWatermark == 8)
+        var acked = 0
+        for round in 1...3 {
+            let published = run.publishedIDs
+            #expect(published.count == min(12, 4 * round), "round \(round)")
+            let window = Array(published[acked...])
+            if qos == .exactlyOnce {
+                run.release(window.map { .pubRec(MQTTPubRec(packetID: $0)) })
+                #expect(run.await(published.count) { run.pubRelCount } == published.count, "round \(round)")
+            }
+            // Every completion the client waits for, in one write, and nothing after it.
+            run.release(window.map { run.completion($0) })
+            acked = published.count
+            let expected = min(12, 4 * (round + 1))
+            #expect(run.await(expected) { run.publishedIDs.count } == expected, "round \(round)")
+            #expect(run.settled { run.publishedIDs.count } == expected, "round \(round)")
+            #expect(run.receiveLowWatermark == (expected < 12 ? 8 : 1), "round \(round)")
+        }
+        let result = try #require(run.finish())
+        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        #expect(result.counters.published[level] == 12)
+        #expect(result.counters.acked[level] == 12)
+        #expect(result.counters.ackTimeouts == AckTimeoutCounts())
+        #expect(result.counters.disconnects == [.clientInitiated: 1])
+    }
+
+    /// EngineAckTimeoutTests withholds acks with the default window of 32 and 5 messages: the window is never
+    /// full there, so the raised low watermark is not in play. Here 12 messages are due at once.
+    @Test("PUBACKs withheld from a full window: each awaited PUBACK times out exactly once",
+          arguments: [MQTTAckTimeoutPolicy.close, .keepWaiting])
+    func withheldFromFullWindow(_ policy: MQTTAckTimeoutPolicy) throws {
+        let run = try WindowRefillHarness(
+            qos: .atLeastOnce, behaviour: withholdingBroker, ackTimeout: 200_000_000, policy: policy,
+            plan: .bursts(count: 12, every: 50_000_000))
+        run.start(duration: 700_000_000)
+        defer { run.broker.stop() }
+        let result = try #require(run.awaitEnd())
+        var expected = AckTimeoutCounts()
+        expected[.puback] = 4
+        #expect(result.counters.ackTimeouts == expected)
+        #expect(result.counters.published[.atLeastOnce] == 4)
+        #expect(result.counters.acked[.atLeastOnce] == 0)
+        #expect(run.publishedIDs.count == 4)
+        #expect(result.counters.disconnects == (policy == .close ? [.ackTimeout(.puback): 1] : [.clientInitiated: 1]))
+    }
+
+    /// One PUBACK (4 bytes) arrives while the mark is 8 and nothing follows: the kernel never reports it, so
+    /// only the deadline's read finds it, and it must find it before declaring acks missing.
+    @Test("an ack held below the low watermark is read at the deadline, before the missing ones are counted",
+          arguments: [MQTTAckTimeoutPolicy.close, .keepWaiting])
+    func ackBelowTheMarkReadAtDeadline(_ policy: MQTTAckTimeoutPolicy) throws {
+        let firstAckedOnly: FakeBroker.Behaviour = { connection, packet, version in
+            if case .publish(let publish) = packet, publish.packetID == 1 {
+                return [.send(.pubAck(MQTTPubAck(packetID: 1)))]
+            }
+            return withholdingBroker(connection, packet, version)
+        }
+        let run = try WindowRefillHarness(
+            qos: .atLeastOnce, behaviour: firstAckedOnly, ackTimeout: 200_000_000, policy: policy,
+            plan: .bursts(count: 12, every: 50_000_000))
+        run.start(duration: 700_000_000)
+        defer { run.broker.stop() }
+        let result = try #require(run.awaitEnd())
+        // At the deadline: PUBACK 1 is read (the window has a slot: message 5 goes out), then 2, 3 and 4 time
+        // out. Message 5's own deadline comes 200 ms later, on a connection still open only when waiting.
+        var expected = AckTimeoutCounts()
+        expected[.puback] = policy == .close ? 3 : 4
+        #expect(result.counters.ackTimeouts == expected)
+        #expect(result.counters.published[.atLeastOnce] == 5)
+        #expect(result.counters.acked[.atLeastOnce] == 1)
+        #expect(result.counters.disconnects == (policy == .close ? [.ackTimeout(.puback): 1] : [.clientInitiated: 1]))
+    }
+}
