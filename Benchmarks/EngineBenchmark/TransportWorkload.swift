@@ -59,7 +59,8 @@ func transports(messages: Int, idleClients: Int) {
         var rates: [String: Double] = [:]
         for (name, endpoint) in endpoints {
             guard let figures = engineThroughput(qos: .atMostOnce, window: 32, publishers: 10, messages: messages,
-                                                 subscriber: subscriber, endpoint: endpoint) else {
+                                                 subscriber: subscriber, endpoint: endpoint,
+                                                 brokerPid: name == "wss" ? secure.pid : main.pid) else {
                 print(json(["workload": "transports", "transport": name, "error": "engine did not start"])); continue
             }
             rates[name] = figures.messagesPerSecond

@@ -41,16 +41,14 @@ func processCPUMicroseconds(_ pid: Int32?) -> Double {
     return (user + system) * 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-/// Watches `Engine.run`'s stop poll to learn when the connect phase ended and when publishing went quiet.
-///
-/// While waiting for readiness the engine polls only after a 50 ms wait timed out; the publish loop polls once
-/// right away, then after each 50 ms sleep. So the first poll less than 45 ms after the previous one (or after
-/// the start) is the start of publishing, i.e. every client connected and subscribed (±1 ms).
+/// Watches `Engine.run`: when publishing starts (`Engine.onPublishStart`: every client connected and
+/// subscribed) and, through the stop poll, when publishing went quiet.
 final class RunObserver: @unchecked Sendable {
+    // @unchecked: used only on the thread that calls `Engine.run` (the hook and the poll both run there).
     let start: UInt64
-    var last: UInt64
     var readyAt: UInt64?
     var rssAtReady = 0
+    var cpuAtReady = 0.0
     var lastCPU = 0.0
     var quietPolls = 0
     /// Stop once the tool spent less than this CPU (µs) in a 50 ms poll period `quietLimit` times in a row
@@ -64,28 +62,29 @@ final class RunObserver: @unchecked Sendable {
 
     init(quietCPU: Double?, maxPublishSeconds: Double) {
         start = nowNanoseconds()
-        last = start
         self.quietCPU = quietCPU
         maxPublish = UInt64(maxPublishSeconds * 1e9)
     }
 
-    func poll() -> Bool {
-        let now = nowNanoseconds()
-        defer { last = now }
-        if readyAt == nil {
-            if now - last < 45_000_000 {
-                readyAt = now
-                rssAtReady = residentKiB()
-                lastCPU = cpuMicroseconds()
-            }
-            return false
+    /// Installs the publish-start hook on `engine`.
+    func watch(_ engine: Engine) {
+        engine.onPublishStart = { [self] in
+            readyAt = nowNanoseconds()
+            rssAtReady = residentKiB()
+            cpuAtReady = cpuMicroseconds()
+            lastCPU = cpuAtReady
         }
-        if let markAfter, mark == nil, now - readyAt! >= markAfter { mark = (now, cpuMicroseconds()) }
-        if now - readyAt! > maxPublish { return true }
+    }
+
+    func poll() -> Bool {
+        guard let readyAt else { return false }
+        let now = nowNanoseconds()
+        if let markAfter, mark == nil, now - readyAt >= markAfter { mark = (now, cpuMicroseconds()) }
+        if now - readyAt > maxPublish { return true }
         guard let quietCPU else { return false }
         let cpu = cpuMicroseconds()
         defer { lastCPU = cpu }
-        if now - readyAt! > 200_000_000 && cpu - lastCPU < quietCPU { quietPolls += 1 } else { quietPolls = 0 }
+        if now - readyAt > 200_000_000 && cpu - lastCPU < quietCPU { quietPolls += 1 } else { quietPolls = 0 }
         return quietPolls >= quietLimit
     }
 }
@@ -145,6 +144,7 @@ func idle(clients: Int) {
         print(json(["workload": "idle", "error": "\(error)"])); return
     }
     let observer = RunObserver(quietCPU: nil, maxPublishSeconds: 0.3)
+    observer.watch(engine)
     let result = engine.run(duration: 500_000_000, shouldStop: { observer.poll() })
     let connectSeconds = observer.readyAt.map { Double($0 - observer.start) / 1e9 } ?? .nan
     let growth = Double(observer.rssAtReady - rssBefore)
@@ -187,7 +187,7 @@ struct ThroughputFigures {
 /// Wall time: every intended time is the start of publishing, so the largest schedule lag is the time from the
 /// start to the last send, and the largest end-to-end latency the time to the last delivery.
 func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: Int, subscriber: Bool,
-                      endpoint: EngineBrokerEndpoint? = nil) -> ThroughputFigures?
+                      endpoint: EngineBrokerEndpoint? = nil, brokerPid: Int32? = broker.pid) -> ThroughputFigures?
 {
     let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60, inFlightWindow: window)
     var fleets: [EngineFleet] = []
@@ -208,13 +208,14 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     configuration.lanes = benchLanes
     guard let engine = try? Engine(configuration: configuration) else { return nil }
     let cpuBefore = cpuMicroseconds()
-    let brokerCPUBefore = processCPUMicroseconds(broker.pid)
+    let brokerCPUBefore = processCPUMicroseconds(brokerPid)
     // Quiet: under 1 ms of CPU in 50 ms, for 1 s, means publishing and delivery are over.
     let observer = RunObserver(quietCPU: 1_000, maxPublishSeconds: 60)
+    observer.watch(engine)
     let result = engine.run(duration: 60_000_000_000, shouldStop: { observer.poll() })
     var figures = ThroughputFigures()
     figures.cpuMicroseconds = cpuMicroseconds() - cpuBefore
-    let brokerCPU = processCPUMicroseconds(broker.pid) - brokerCPUBefore
+    let brokerCPU = processCPUMicroseconds(brokerPid) - brokerCPUBefore
     let level = QoSLevel(rawValue: Int(qos.rawValue))!
     figures.published = result.counters.published[level]
     figures.received = result.counters.received[level]
@@ -296,8 +297,8 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
     let windows = (environment["ENGINE_BENCH_WINDOWS"] ?? "1,32").split(separator: ",").compactMap { UInt16($0) }
     let publisherCounts = (environment["ENGINE_BENCH_PUBLISHERS"] ?? "10,1").split(separator: ",").compactMap { Int($0) }
     for publishers in publisherCounts {
-        // The same message count in all: one publisher sends ten publishers' worth.
-        let perPublisher = messages * 10 / publishers
+        // Every publisher sends `messages` (one publisher at window 1 is slow: ~20,000 msg/s at QoS 1).
+        let perPublisher = messages
         var rates: [UInt16: Double] = [:]
         for window in windows {
             guard let figures = engineThroughput(qos: qos, window: window, publishers: publishers,
@@ -334,6 +335,7 @@ func fleet(clients: Int, seconds: Int) {
     }
     let observer = RunObserver(quietCPU: nil, maxPublishSeconds: Double(seconds) + 1)
     observer.markAfter = UInt64(seconds) * 1_000_000_000 - 200_000_000
+    observer.watch(engine)
     let result = engine.run(duration: UInt64(seconds) * 1_000_000_000, shouldStop: { observer.poll() })
     // CPU share over the publishing phase only (connect, drain and teardown excluded): from readiness to the
     // first stop poll at least `seconds - 0.2` s later (the publish loop polls every 50 ms).
@@ -341,7 +343,7 @@ func fleet(clients: Int, seconds: Int) {
         print(json(["workload": "fleet", "error": "publishing phase not observed"])); return
     }
     let publishSeconds = Double(mark.time - readyAt) / 1e9
-    let share = (mark.cpu - observer.lastCPU) / 1e6 / publishSeconds * 100
+    let share = (mark.cpu - observer.cpuAtReady) / 1e6 / publishSeconds * 100
     let lag = result.latency.histogram(.scheduleLag, from: .intended)
     print(json([
         "workload": "fleet", "clients": clients, "seconds": seconds, "peak_connected": result.peakConnected,

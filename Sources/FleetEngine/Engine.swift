@@ -30,6 +30,9 @@ public final class Engine: @unchecked Sendable {
     /// Called once a second, on the engine's merge queue, with the merged snapshot. Set it before `run`; it
     /// must return quickly (copy what it needs, hand it to another queue).
     public var onSnapshot: (@Sendable (EngineSnapshot) -> Void)?
+    /// Called once on `run`'s thread when the start barrier opened and publishing begins (every client
+    /// connected and subscribed, or `readyTimeout` passed), before the first `shouldStop` poll of that phase.
+    public var onPublishStart: (@Sendable () -> Void)?
 
     struct ReadyState {
         var count = 0
@@ -172,6 +175,7 @@ public final class Engine: @unchecked Sendable {
             }
         }
         phases.publishStart = MonotonicClock.now()
+        onPublishStart?()
         for lane in lanes {
             lane.queue.async {
                 lane.publishing = true

@@ -169,6 +169,9 @@ public struct TimingWheel: Sendable {
     public func nextExpiration() -> UInt64? {
         if readyHead != Self.none { return tickTime(elapsedTicks) }
         guard let slot = nextOccupiedSlot() else { return nil }
+        // A level-0 slot spans one tick: whatever it holds is due at its start (no walk over its entries,
+        // which are cold in cache: this runs every turn).
+        if slot.level == 0 { return tickTime(slot.start) }
         var earliest = UInt64.max
         var node = bucketHeads[slot.level * Self.slotsPerLevel + slot.slot]
         while node != Self.none {
