@@ -118,6 +118,8 @@ let scale = arguments.dropFirst().first.flatMap(Double.init) ?? 1.0
 func scaled(_ count: Int) -> Int { max(1, Int(Double(count) * scale)) }
 /// ENGINE_BENCH_LANES=N: the engine's lane count (default 0: one per core).
 let benchLanes = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_LANES"] ?? "") ?? 0
+/// ENGINE_BENCH_COALESCING_US=N: `EngineConfiguration.receiveCoalescing` in µs (default: the engine's).
+let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCING_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 
 var brokerConfiguration = MosquittoConfiguration()
 brokerConfiguration.maxQueuedMessages = 0      // unlimited: mosquitto's default 1000 would drop silently
@@ -139,6 +141,7 @@ func idle(clients: Int) {
     var configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
     configuration.lanes = benchLanes
+    if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
     let engine: Engine
     do { engine = try Engine(configuration: configuration) } catch {
         print(json(["workload": "idle", "error": "\(error)"])); return
@@ -206,6 +209,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     var configuration = EngineConfiguration(fleets: fleets, brokers: [brokerAddress],
                                             readyTimeout: 10_000_000_000, drainTimeout: 10_000_000_000)
     configuration.lanes = benchLanes
+    if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
     guard let engine = try? Engine(configuration: configuration) else { return nil }
     let cpuBefore = cpuMicroseconds()
     let brokerCPUBefore = processCPUMicroseconds(brokerPid)
@@ -330,6 +334,7 @@ func fleet(clients: Int, seconds: Int) {
     var configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
     configuration.lanes = benchLanes
+    if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
     guard let engine = try? Engine(configuration: configuration) else {
         print(json(["workload": "fleet", "error": "engine did not start"])); return
     }

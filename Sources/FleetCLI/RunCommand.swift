@@ -27,6 +27,9 @@ struct RunCommand {
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
                                   fewer when the broker is on this machine)
+          --receive-coalescing D  under heavy inbound traffic (16 messages or more per D), wait D between
+                                  reads: far less CPU per message, receive times up to D late (default
+                                  250us; 0 reads every message as soon as it arrives)
           --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
                                   (e.g. 127.0.0.1:9464; loopback unless you name another address)
           --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression
@@ -49,6 +52,8 @@ struct RunCommand {
     /// --duration: the run's total time; stages beyond it are cut, the one it falls in is shortened.
     var duration: TimeSpan?
     var lanes = 0
+    /// `EngineConfiguration.receiveCoalescing` when given.
+    var receiveCoalescing: UInt64?
     var scale: Double?
     var metricsAddress: SocketAddress?
     var baseline: String?
@@ -84,6 +89,15 @@ struct RunCommand {
                     throw UsageError("--lanes needs a whole number from 1 to 256, got '\(text)'")
                 }
                 command.lanes = lanes
+            case "--receive-coalescing":
+                let text = try value(argument)
+                if text == "0" {
+                    command.receiveCoalescing = 0
+                } else if case .success(let span) = TimeSpan.parse(text), span.nanoseconds <= 100_000_000 {
+                    command.receiveCoalescing = UInt64(span.nanoseconds)
+                } else {
+                    throw UsageError("--receive-coalescing needs 0 or a duration up to 100ms such as 250us, got '\(text)'")
+                }
             case "--scale":
                 let text = try value(argument)
                 guard let scale = Double(text), scale > 0, scale <= 1000 else {
@@ -220,9 +234,11 @@ struct RunCommand {
         // Brokers and the engine.
         let engine: Engine
         do {
-            engine = try Engine(configuration: ScenarioMapping.engineConfiguration(
+            var configuration = try ScenarioMapping.engineConfiguration(
                 scenario, brokers: runBrokers.filter { $0.transport == .tcp }.map(\.address), seed: seed, lanes: lanes,
-                endpoints: runBrokers, embeddedBroker: embedded != nil))
+                endpoints: runBrokers, embeddedBroker: embedded != nil)
+            if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
+            engine = try Engine(configuration: configuration)
         } catch {
             console.error("fleetbench: \(error)")
             return .runtimeFailure

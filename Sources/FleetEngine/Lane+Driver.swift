@@ -30,6 +30,22 @@ final class LaneThread: @unchecked Sendable {
 
 extension Lane {
     static let wakeToken: UInt64 = .max - 1
+    /// Messages arrive at a rate that fills `busyTurnMessages` within one coalescing interval: the driver
+    /// pauses before the next wait. A rate, not a count per turn: a lane that reads eagerly gets a few messages
+    /// a turn at any load and would never pause. A request and its reply a few µs apart do not make a rate.
+    static let busyTurnMessages = 16
+
+    func isReceivingHeavily(coalescing: UInt64) -> Bool {
+        Self.isReceivingHeavily(messages: messagesThisTurn, sinceLastTurn: sinceLastTurn, coalescing: coalescing)
+    }
+
+    /// `messages` in `sinceLastTurn` ns make at least `busyTurnMessages` per `coalescing` ns (and at least two).
+    static func isReceivingHeavily(messages: Int, sinceLastTurn: UInt64, coalescing: UInt64) -> Bool {
+        guard coalescing > 0, messages >= 2 else { return false }
+        let arrived = UInt64(messages).multipliedFullWidth(by: coalescing)
+        let needed = UInt64(busyTurnMessages).multipliedFullWidth(by: sinceLastTurn)
+        return arrived.high != needed.high ? arrived.high > needed.high : arrived.low >= needed.low
+    }
 
     /// Starts the driver thread: wait until the epoll set is ready, run a turn, again, until stopped.
     func startThreadDriver() throws {
@@ -54,16 +70,26 @@ extension Lane {
         guard let driver = threadDriver else { return }
         // The wait's events go to the turn (level-triggered: a turn that cannot use them fetches its own).
         let ready = EpollReadyList(capacity: epoll.capacity)
+        let coalescing = configuration.receiveCoalescing
+        var pauseUntil: UInt64 = 0
         while !driver.shutdown.load(ordering: .acquiring) {
+            if pauseUntil != 0 {
+                // A busy turn: let the next batch of messages gather (see `EngineConfiguration.receiveCoalescing`).
+                var until = timespec(tv_sec: Int(pauseUntil / 1_000_000_000), tv_nsec: Int(pauseUntil % 1_000_000_000))
+                while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+                pauseUntil = 0
+            }
             let turnsBefore = driver.turns.load(ordering: .relaxed)
             let count: Int
             do { count = try epoll.wait(timeoutMilliseconds: -1, into: ready) } catch { break }
             if driver.shutdown.load(ordering: .acquiring) { break }
             if count > 0 {
-                queue.sync {
+                let busyTurnStart: UInt64? = queue.sync {
                     let fresh = driver.turns.load(ordering: .relaxed) == turnsBefore
                     self.turn(prefetched: fresh ? ready : nil)
+                    return self.isReceivingHeavily(coalescing: coalescing) ? self.now : nil
                 }
+                if coalescing > 0, let start = busyTurnStart { pauseUntil = start &+ coalescing }
             }
         }
     }

@@ -51,6 +51,10 @@ final class Lane: @unchecked Sendable {
     var dirty: [Int32] = []
     var connected = 0
     var now: UInt64 = 0
+    /// PUBLISH packets received in the current turn, and the time since the turn before began (see
+    /// `EngineConfiguration.receiveCoalescing`).
+    var messagesThisTurn = 0
+    var sinceLastTurn: UInt64 = 0
 
     /// Run phase, set by the engine through `queue.async`.
     var publishing = false
@@ -140,7 +144,10 @@ final class Lane: @unchecked Sendable {
     /// `prefetched`: the events the driver thread's blocking wait returned, handled first, so a turn woken by
     /// the driver costs one epoll_wait, not two. Only a full list means more may be waiting.
     func turn(prefetched: EpollReadyList? = nil) {
+        let previous = now
         now = MonotonicClock.now()
+        sinceLastTurn = now &- previous
+        messagesThisTurn = 0
         threadDriver?.turns.add(1, ordering: .relaxed)
         if let prefetched {
             handle(prefetched.count, token: prefetched.token(at:), flags: prefetched.events(at:))

@@ -93,6 +93,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         _ message: MQTTReceivedMessage, topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer
     ) {
         let now = lane.now
+        lane.messagesThisTurn &+= 1
         lane.metrics.fleets[fleet].counters.received[QoSLevel(message.qos)] += 1
         if !commandTopic.isEmpty, topic.elementsEqual(commandTopic) {
             lane.queueReply(payload: payload, properties: properties)

@@ -139,4 +139,12 @@ struct RunEndToEndTests {
         #expect(outcome.status == 2)
         #expect(outcome.error.hasPrefix("fleetbench run: --lanes needs a whole number from 1 to 256, got 'zero'\n"))
     }
+
+    @Test("--receive-coalescing takes 0 or a duration up to 100ms", arguments: ["fast", "1s", "250", ""])
+    func badCoalescing(_ text: String) throws {
+        let outcome = try Self.run(["run", "scenarios/quickstart.json", "--receive-coalescing", text])
+        #expect(outcome.status == 2)
+        #expect(outcome.error.hasPrefix(
+            "fleetbench run: --receive-coalescing needs 0 or a duration up to 100ms such as 250us, got '\(text)'\n"))
+    }
 }
