@@ -331,7 +331,8 @@ struct RunCommand {
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
-            abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages)
+            abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
+            receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000)
         report.generator.saturationReasons = Self.saturation(
             result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
         report.generator.saturated = !report.generator.saturationReasons.isEmpty

@@ -348,6 +348,9 @@ public enum ReportHTML {
                     : "")),
             ("peak RSS", MetricFormat.bytes(health.peakRSSBytes)),
             ("lanes", String(health.lanes)),
+            ("receive coalescing", health.receiveCoalescingMicroseconds == 0
+                ? "off (every message read at once)"
+                : "\(health.receiveCoalescingMicroseconds) µs under heavy inbound traffic"),
         ])
         html += keyValueTable("Skipped and stray work", [
             ("dropped schedule slots", MetricFormat.grouped(health.droppedSlots)),

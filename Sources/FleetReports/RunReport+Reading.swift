@@ -98,7 +98,9 @@ extension RunReport {
                 cpuSeconds: try generator.number("cpu_s"), peakRSSBytes: try generator.count("peak_rss_bytes"),
                 lanes: Int(try generator.count("lanes")), droppedSlots: try generator.count("dropped_slots"),
                 abandonedPublishes: try generator.count("abandoned_publishes"),
-                foreignMessages: try generator.count("foreign_messages")),
+                foreignMessages: try generator.count("foreign_messages"),
+                // Absent from reports written before it existed (they read every message at once).
+                receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0)),
             timeline: try top.array("timeline").map { element throws(ReportError) in
                 try TimelinePoint(try element.asObject())
             },

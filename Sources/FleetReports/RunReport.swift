@@ -278,6 +278,8 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var cpuSeconds: Double = 0
     public var peakRSSBytes: UInt64 = 0
     public var lanes: Int = 0
+    /// How late a receive time may be under heavy inbound traffic (`EngineConfiguration.receiveCoalescing`), µs.
+    public var receiveCoalescingMicroseconds: UInt64 = 0
     /// Scheduled publishes skipped because the previous one had not gone out (engine `droppedSlots`).
     public var droppedSlots: UInt64 = 0
     /// QoS 1/2 publishes given up at the end of the run (engine `abandonedPublishes`).
@@ -287,8 +289,10 @@ public struct GeneratorHealth: Equatable, Sendable {
 
     public init(
         saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
-        lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0
+        lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
+        receiveCoalescingMicroseconds: UInt64 = 0
     ) {
+        self.receiveCoalescingMicroseconds = receiveCoalescingMicroseconds
         self.saturated = saturated
         self.saturationReasons = saturationReasons
         self.cpuSeconds = cpuSeconds

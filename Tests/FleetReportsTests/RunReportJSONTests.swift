@@ -164,6 +164,7 @@ struct RunReportJSONTests {
         #expect(generator["dropped_slots"] as? Int == 4)
         #expect(generator["abandoned_publishes"] as? Int == 1)
         #expect(generator["foreign_messages"] as? Int == 0)
+        #expect(generator["receive_coalescing_us"] as? Int == 250)
     }
 
     @Test("no schedule lag samples: schedule_lag_ms is null")
