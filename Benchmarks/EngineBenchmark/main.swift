@@ -179,6 +179,8 @@ struct ThroughputFigures {
     var cpuPerMessage: Double { cpuMicroseconds / Double(max(published, 1)) }
     var ackP50: UInt64 = 0
     var ackP99: UInt64 = 0
+    var endToEndP50: UInt64 = 0
+    var endToEndP99: UInt64 = 0
     var lost: UInt64 = 0
     var duplicated: UInt64 = 0
     var disconnects: [String: UInt64] = [:]
@@ -234,6 +236,11 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
         figures.ackP50 = histogram.valueAtPercentile(50)
         figures.ackP99 = histogram.valueAtPercentile(99)
     }
+    if subscriber {
+        let endToEnd = result.latency.histogram(.endToEnd, from: .sent)
+        figures.endToEndP50 = endToEnd.valueAtPercentile(50)
+        figures.endToEndP99 = endToEnd.valueAtPercentile(99)
+    }
     figures.lost = result.delivery[Int(qos.rawValue)].lost
     figures.duplicated = result.delivery[Int(qos.rawValue)].duplicated
     figures.disconnects = disconnects(result.counters)
@@ -251,6 +258,11 @@ func throughputLine(_ workload: String, _ extra: [String: Any], _ figures: Throu
     // mosquitto runs one thread: 1e6 / broker_cpu_us_per_msg is the most messages per second it can take.
     line["broker_cpu_us_per_msg"] = round3(figures.brokerCPUPerMessage)
     line["lost"] = figures.lost
+    if figures.received > 0 {
+        // From the actual send (every message is due at the start: from the intended time is the backlog).
+        line["end_to_end_from_sent_p50_us"] = figures.endToEndP50
+        line["end_to_end_from_sent_p99_us"] = figures.endToEndP99
+    }
     line["duplicated"] = figures.duplicated
     line["disconnects_by_reason"] = figures.disconnects
     return line

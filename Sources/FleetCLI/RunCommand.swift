@@ -27,9 +27,9 @@ struct RunCommand {
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
                                   fewer when the broker is on this machine)
-          --receive-coalescing D  under heavy inbound traffic (16 messages or more per D), wait D between
-                                  reads: far less CPU per message, receive times up to D late (default
-                                  250us; 0 reads every message as soon as it arrives)
+          --receive-coalescing D  while a lane receives 64,000 messages/s or more, wait D between reads:
+                                  far less CPU per message for fleetbench and the broker, receive times
+                                  up to D late (default 1ms; 0 reads every message as it arrives)
           --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
                                   (e.g. 127.0.0.1:9464; loopback unless you name another address)
           --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression

@@ -30,20 +30,20 @@ final class LaneThread: @unchecked Sendable {
 
 extension Lane {
     static let wakeToken: UInt64 = .max - 1
-    /// Messages arrive at a rate that fills `busyTurnMessages` within one coalescing interval: the driver
-    /// pauses before the next wait. A rate, not a count per turn: a lane that reads eagerly gets a few messages
-    /// a turn at any load and would never pause. A request and its reply a few µs apart do not make a rate.
-    static let busyTurnMessages = 16
+    /// Messages arrive at `heavyInboundRate` per second or more: the driver pauses before the next wait. A rate,
+    /// not a count per turn: a lane that reads eagerly gets a few messages a turn at any load and would never
+    /// pause. A request and its reply a few µs apart do not make a rate (two messages at least).
+    static let heavyInboundRate: UInt64 = 64_000
 
-    func isReceivingHeavily(coalescing: UInt64) -> Bool {
-        Self.isReceivingHeavily(messages: messagesThisTurn, sinceLastTurn: sinceLastTurn, coalescing: coalescing)
+    func isReceivingHeavily() -> Bool {
+        Self.isReceivingHeavily(messages: messagesThisTurn, sinceLastTurn: sinceLastTurn)
     }
 
-    /// `messages` in `sinceLastTurn` ns make at least `busyTurnMessages` per `coalescing` ns (and at least two).
-    static func isReceivingHeavily(messages: Int, sinceLastTurn: UInt64, coalescing: UInt64) -> Bool {
-        guard coalescing > 0, messages >= 2 else { return false }
-        let arrived = UInt64(messages).multipliedFullWidth(by: coalescing)
-        let needed = UInt64(busyTurnMessages).multipliedFullWidth(by: sinceLastTurn)
+    /// `messages` received in a turn that began `sinceLastTurn` ns after the one before.
+    static func isReceivingHeavily(messages: Int, sinceLastTurn: UInt64) -> Bool {
+        guard messages >= 2 else { return false }
+        let arrived = UInt64(messages).multipliedFullWidth(by: 1_000_000_000)
+        let needed = heavyInboundRate.multipliedFullWidth(by: sinceLastTurn)
         return arrived.high != needed.high ? arrived.high > needed.high : arrived.low >= needed.low
     }
 
@@ -87,7 +87,7 @@ extension Lane {
                 let busyTurnStart: UInt64? = queue.sync {
                     let fresh = driver.turns.load(ordering: .relaxed) == turnsBefore
                     self.turn(prefetched: fresh ? ready : nil)
-                    return self.isReceivingHeavily(coalescing: coalescing) ? self.now : nil
+                    return coalescing > 0 && self.isReceivingHeavily() ? self.now : nil
                 }
                 if coalescing > 0, let start = busyTurnStart { pauseUntil = start &+ coalescing }
             }

@@ -350,7 +350,7 @@ public enum ReportHTML {
             ("lanes", String(health.lanes)),
             ("receive coalescing", health.receiveCoalescingMicroseconds == 0
                 ? "off (every message read at once)"
-                : "\(health.receiveCoalescingMicroseconds) µs under heavy inbound traffic"),
+                : "\(health.receiveCoalescingMicroseconds) µs at 64,000 msg/s or more per lane"),
         ])
         html += keyValueTable("Skipped and stray work", [
             ("dropped schedule slots", MetricFormat.grouped(health.droppedSlots)),

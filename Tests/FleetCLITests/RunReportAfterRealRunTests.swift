@@ -84,7 +84,7 @@ struct RunReportAfterRealRunTests {
         // The embedded broker is on loopback: one lane per core but one left to the broker.
         #expect(generator["lanes"] as? Int == max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) - 1))
         #expect((generator["peak_rss_bytes"] as? Int ?? 0) > 0)
-        #expect(generator["receive_coalescing_us"] as? Int == 250)
+        #expect(generator["receive_coalescing_us"] as? Int == 1000)
         #expect(generator["saturated"] as? Bool == false)
 
         // The timeline's per-second counts add up to the totals.
