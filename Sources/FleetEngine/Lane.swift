@@ -10,9 +10,10 @@ import MQTTSession
 /// metrics are touched only on `queue`, so the per-message path takes no lock.
 ///
 /// Readiness: one epoll instance per lane holds every socket of the lane and a timerfd armed for the wheel's
-/// next deadline. The epoll fd is itself readable when any of them is ready, so a single DispatchSourceRead on
-/// it wakes the queue (ARCHITECTURE.md: ~100-160 B per client instead of ~750 B for a source per socket).
-/// A turn: read the clock once, drain epoll events, fire due timers, flush every connection written to.
+/// next deadline (ARCHITECTURE.md: ~100-160 B per client instead of ~750 B for a source per socket). By default
+/// a thread per lane blocks in epoll_wait and runs each turn on the queue with the events it got (`LaneDriver`);
+/// while the lane receives heavily it pauses between turns (`EngineConfiguration.receiveCoalescing`).
+/// A turn: read the clock once, handle the ready events, fire due timers, flush every connection written to.
 final class Lane: @unchecked Sendable {
     let index: Int
     let queue: DispatchQueue
