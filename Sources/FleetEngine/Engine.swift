@@ -20,8 +20,11 @@ public final class Engine: @unchecked Sendable {
     let streamQoS: [MQTTQoS]
     /// False for streams without an end-to-end header (fixed text): no delivery expectations for them.
     let streamTracked: [Bool]
-    /// Filters of every subscriber, by global client index.
+    /// Filters of every subscriber accounted on its own, by global client index (shared-group members are not
+    /// here: they are accounted in `shareGroups`).
     let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
+    /// The run's shared-subscription groups, by group index (order of first appearance in the configuration).
+    let shareGroups: [ShareGroup]
     private let readyGroup = DispatchGroup()
     /// Merges the lanes' snapshots; `onSnapshot` is called on it.
     let mergeQueue = DispatchQueue(label: "fleetbench.engine.merge")
@@ -74,6 +77,8 @@ public final class Engine: @unchecked Sendable {
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
         var tracked: [Bool] = Array(repeating: true, count: firstStream)
         var filters: [(Int, [MQTTSubscription])] = []
+        var groups: [ShareGroup] = []
+        var groupIndices: [String: Int] = [:]
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
@@ -114,7 +119,25 @@ public final class Engine: @unchecked Sendable {
                     subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
                 }
                 subscriptions.append(contentsOf: replyFilters)
-                if !subscriptions.isEmpty { filters.append((global, subscriptions)) }
+                var deliveryKey = Self.subscriberDeliveryKey(global)
+                if let shared = Self.sharedGroup(of: subscriptions) {
+                    let group: Int
+                    if let known = groupIndices[shared.group] {
+                        group = known
+                    } else {
+                        group = groups.count
+                        groupIndices[shared.group] = group
+                        // Clients are numbered fleet by fleet, so the first member's fleet is the group's first
+                        // fleet in configuration order.
+                        groups.append(ShareGroup(name: shared.group, filters: [], fleet: fleet.index))
+                    }
+                    for filter in shared.filters where !groups[group].filters.contains(filter) {
+                        groups[group].filters.append(filter)
+                    }
+                    deliveryKey = Self.groupDeliveryKey(group)
+                } else if !subscriptions.isEmpty {
+                    filters.append((global, subscriptions))
+                }
                 let brokers = configuration.brokers
                 let sources = configuration.sourceAddresses
                 let endpoint = endpoints.isEmpty ? nil : endpoints[index % endpoints.count]
@@ -123,7 +146,7 @@ public final class Engine: @unchecked Sendable {
                     broker: endpoint?.0 ?? brokers[global % brokers.count], endpoint: endpoint?.1,
                     source: sources.isEmpty ? nil : sources[global % sources.count],
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID),
-                    subscriptions: subscriptions, streams: streams,
+                    subscriptions: subscriptions, deliveryKey: deliveryKey, streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
                 global += 1
             }
@@ -132,6 +155,7 @@ public final class Engine: @unchecked Sendable {
         self.streamQoS = qos
         self.streamTracked = tracked
         self.subscriberFilters = filters
+        self.shareGroups = groups
         let start = MonotonicClock.now()
         self.lanes = try perLane.enumerated().map { index, clients in
             try Lane(index: index, fleets: fleets, clients: clients, configuration: configuration,
@@ -260,7 +284,7 @@ public final class Engine: @unchecked Sendable {
         }
         // Expected deliveries: every (subscriber, stream) pair whose filters match the stream's topic expects
         // every message the stream published; a pair that received nothing still counts its loss. Counted
-        // for the subscriber's fleet.
+        // for the subscriber's fleet. Shared-group members are not in `subscriberFilters` (see below).
         for (global, filters) in subscriberFilters {
             let lane = global % lanes.count
             let metrics = laneMetrics[lane]
@@ -275,6 +299,23 @@ public final class Engine: @unchecked Sendable {
                     counts = DeliveryCounts(expected: published[stream])
                 }
                 fleetResults[fleet].delivery[Int(streamQoS[stream].rawValue)].add(counts)
+            }
+        }
+        // Shared-subscription groups: the broker hands each message to one member, so a group is one
+        // subscriber. Its members' states (recorded under the group's key, on whichever lanes they sit) are
+        // merged per stream, and every stream a group filter matches expects every published message once;
+        // a message that reached two members is a duplicate. Counted once, for the fleet of the group's first
+        // member in configuration order (a group whose members span fleets is not split between them).
+        for (index, group) in shareGroups.enumerated() {
+            for stream in streamTopics.indices
+            where streamTracked[stream] && group.filters.contains(where: { MQTTTopic.matches(filter: $0, topic: streamTopics[stream]) }) {
+                let key = Self.groupDeliveryKey(index) | UInt64(stream)
+                var merged = DeliveryTracker()
+                for metrics in laneMetrics {
+                    if let dense = metrics.deliveryKeys[key] { merged.merge(stream: 0, from: metrics.delivery, stream: dense) }
+                }
+                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
+                    .add(merged.counts(stream: 0, expected: published[stream]))
             }
         }
         for (fleet, values) in fleetResults.enumerated() {
@@ -321,6 +362,33 @@ public final class Engine: @unchecked Sendable {
          UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
     }
 
+    /// A subscriber's own delivery key (the stream id goes in the low 32 bits).
+    static func subscriberDeliveryKey(_ global: Int) -> UInt64 { UInt64(global) << 32 }
+
+    /// Top bit set: a shared group's key can never equal a client's (global indices stay far below 2^31).
+    static let groupKeyTag: UInt64 = 1 << 63
+
+    static func groupDeliveryKey(_ group: Int) -> UInt64 { groupKeyTag | UInt64(group) << 32 }
+
+    /// The group and plain filters of a client whose subscriptions are all shared subscriptions of one group
+    /// (`$share/{group}/{filter}`, 5.0 §4.8.2); nil otherwise. A client that mixes shared and plain
+    /// subscriptions, or subscribes to several groups, keeps per-client accounting (a known limitation: arrivals
+    /// do not say which subscription they came through): only streams its plain filters match are expected, and
+    /// what its shared subscriptions bring on other streams is not accounted. Group identity is the name alone; the broker identifies a shared subscription by name and
+    /// filter, so members of one name with different filters that match the same stream would show duplicates.
+    static func sharedGroup(of subscriptions: [MQTTSubscription]) -> (group: String, filters: [String])? {
+        var group: String?
+        var filters: [String] = []
+        for subscription in subscriptions {
+            guard let parsed = try? MQTTTopicFilter(subscription.filter), let name = parsed.shareGroup else { return nil }
+            if let group, group != name { return nil }
+            group = name
+            filters.append(parsed.filter)
+        }
+        guard let group else { return nil }
+        return (group, filters)
+    }
+
     /// The fleet of a global client index (clients are numbered fleet by fleet).
     func fleetOfGlobal(_ global: Int) -> Int {
         var first = 0
@@ -330,6 +398,15 @@ public final class Engine: @unchecked Sendable {
         }
         return max(fleets.count - 1, 0)
     }
+}
+
+/// A shared-subscription group: every client whose subscriptions are all `$share/{name}/...`.
+struct ShareGroup {
+    let name: String
+    /// The plain filters (after `$share/{name}/`) of every member, each once.
+    var filters: [String]
+    /// The fleet its delivery counts go to: the first member's.
+    let fleet: Int
 }
 
 /// The merged measurements of a run.
@@ -368,7 +445,8 @@ public struct EngineResult: Sendable {
 public struct EngineFleetResult: Sendable {
     public var counters = ClientCounters()
     public var latency = LatencyRecorder()
-    /// What this fleet's subscribers received, by the publishing stream's QoS (index 0, 1, 2).
+    /// What this fleet's subscribers received, by the publishing stream's QoS (index 0, 1, 2). Shared-subscription
+    /// groups count here once, for the fleet of their first member.
     public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
     /// Sum of the lanes' peaks of this fleet's connected clients.
     public var peakConnected = 0

@@ -8,7 +8,9 @@ import FleetMetrics
 public struct LaneMetrics: Sendable {
     public var fleets: [FleetLaneMetrics]
     /// Per (subscriber, stream) accounting: `deliveryKeys` maps `subscriber << 32 | stream` to the dense
-    /// tracker stream index so one subscriber's copy of a stream is never mixed with another's.
+    /// tracker stream index so one subscriber's copy of a stream is never mixed with another's. Members of a
+    /// shared-subscription group record under the group's key instead (`Engine.groupDeliveryKey`, top bit set),
+    /// so the group is one subscriber; the engine merges a group's state across lanes at the end.
     public var delivery = DeliveryTracker()
     public var deliveryKeys: [UInt64: Int] = [:]
     /// Messages each publisher stream sent (index: global stream id), for expected counts at the end.

@@ -45,7 +45,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             isRequestStream = []
             requestTimeouts = []
         }
-        self.subscriberKey = UInt64(lane.clients[client].globalIndex) << 32
+        self.subscriberKey = lane.clients[client].deliveryKey
     }
 
     mutating func sessionEvent(_ event: MQTTSessionEvent) {

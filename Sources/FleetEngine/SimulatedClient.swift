@@ -129,6 +129,9 @@ struct SimulatedClient {
     var subscribeSentAt: UInt64 = 0
     var subscribePacketID: UInt16 = 0
     let subscriptions: [MQTTSubscription]
+    /// High 32 bits of the keys its deliveries are recorded under (`LaneMetrics.deliveryKeys`): its own global
+    /// index, or its shared-subscription group's tagged index (`Engine.groupDeliveryKey`).
+    let deliveryKey: UInt64
     var streams: [StreamState]
     var random: SeededRandom
     /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.

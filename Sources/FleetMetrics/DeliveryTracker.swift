@@ -60,6 +60,20 @@ public struct DeliveryTracker: Sendable {
         return total
     }
 
+    /// Adds stream `otherStream` of `other` into stream `stream` of this tracker, exactly: the sequence bitsets are
+    /// OR-ed, a sequence number present in both counts as one more duplicate (it arrived at least twice over the
+    /// two), and received, duplicated, reordered and out-of-range arrivals are summed. So the members of an MQTT
+    /// shared-subscription group, recorded on different lanes or processes, are accounted as one subscriber: the
+    /// merge of their states equals the state of one tracker that saw every member's arrivals, except `reordered`,
+    /// which stays the sum of each side's own reorderings (arrival order across trackers is not known).
+    /// Allocates (the bitset may grow); meant for the end of a run, not the per-message path. A negative stream, or
+    /// `stream` beyond `streamLimit`, is ignored; an `otherStream` `other` never recorded adds nothing.
+    public mutating func merge(stream: Int, from other: DeliveryTracker, stream otherStream: Int) {
+        guard stream >= 0, stream < streamLimit, otherStream >= 0, otherStream < other.streams.count else { return }
+        if stream >= streams.count { growStreams(to: stream + 1) }
+        streams[stream].merge(other.streams[otherStream])
+    }
+
     /// Forgets everything seen, keeping the allocated bitsets.
     public mutating func reset() {
         for index in streams.indices { streams[index].reset() }
@@ -185,6 +199,28 @@ private struct StreamState: Sendable {
         DeliveryCounts(
             expected: expected, received: received, unique: unique, duplicated: duplicated, reordered: reordered,
             outOfRange: outOfRange)
+    }
+
+    mutating func merge(_ other: StreamState) {
+        if seen.count < other.seen.count {
+            seen.append(contentsOf: repeatElement(0, count: other.seen.count - seen.count))
+        }
+        var overlap: UInt64 = 0
+        var added: UInt64 = 0
+        for index in other.seen.indices where other.seen[index] != 0 {
+            let both = seen[index] & other.seen[index]
+            overlap &+= UInt64(both.nonzeroBitCount)
+            added &+= UInt64((other.seen[index] & ~both).nonzeroBitCount)
+            seen[index] |= other.seen[index]
+        }
+        highestPlusOne = Swift.max(highestPlusOne, other.highestPlusOne)
+        received &+= other.received
+        unique &+= added
+        // Every arrival of the other side is either new here (`added`), a duplicate there already, or a
+        // sequence this side had too (`overlap`): received = unique + duplicated + outOfRange still holds.
+        duplicated &+= other.duplicated &+ overlap
+        reordered &+= other.reordered
+        outOfRange &+= other.outOfRange
     }
 
     mutating func reset() {

@@ -1,0 +1,191 @@
+import Dispatch
+import FleetBroker
+import FleetMetrics
+import FleetTransport
+import Glibc
+import MQTTCodec
+import MQTTSession
+import Testing
+@testable import FleetEngine
+
+/// Shared subscriptions (`$share/{group}/{filter}`, 5.0 §4.8.2) against a real mosquitto: a group is accounted as
+/// one subscriber, its members' deliveries merged across lanes, each message expected once per group.
+@Suite("Engine shared subscriptions against mosquitto", .serialized)
+struct EngineSharedSubscriptionTests {
+    static let messagesPerPublisher: UInt64 = 300
+
+    static func members(_ name: String, count: Int, group: String, version: MQTTProtocolVersion) -> EngineFleet {
+        EngineFleet(
+            name: name, count: count, clientID: { "\(name)-\($0)" },
+            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30),
+            subscriptions: { _, _ in [MQTTSubscription(filter: "$share/\(group)/bench/+/data", qos: .atLeastOnce)] })
+    }
+
+    static func publishers(version: MQTTProtocolVersion, rate: Double = 1000) -> EngineFleet {
+        let stream = EngineStream(
+            topic: { index, _ in "bench/\(index)/data" }, qos: .atLeastOnce,
+            plan: .rate(perSecond: rate), payloadSize: 64, messageLimit: messagesPerPublisher)
+        return EngineFleet(
+            name: "publishers", count: 2, clientID: { "pub-\($0)" },
+            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30), streams: [stream])
+    }
+
+    static func engine(_ fleets: [EngineFleet], port: UInt16) throws -> Engine {
+        // Two lanes: clients go to lanes round-robin, so the members of a group sit on both.
+        try Engine(configuration: EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: port)], lanes: 2, seed: 11,
+            readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000))
+    }
+
+    static func run(_ fleets: [EngineFleet], port: UInt16, duration: UInt64 = 1_000_000_000,
+                    fault: (@Sendable (Engine) -> Void)? = nil) throws -> EngineResult {
+        let engine = try engine(fleets, port: port)
+        guard let fault else { return engine.run(duration: duration) }
+        return EngineFaultTests.run(engine, duration: duration, fault: fault)
+    }
+
+    @Test("3 members of one group receive 2 x 300 QoS 1 messages exactly once between them",
+          arguments: [MQTTProtocolVersion.v3_1_1, .v5])
+    func groupGetsEveryMessageOnce(version: MQTTProtocolVersion) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let engine = try Self.engine([Self.members("workers", count: 3, group: "g", version: version),
+                                      Self.publishers(version: version)], port: broker.port)
+        let result = engine.run(duration: 1_000_000_000)
+        let total = 2 * Self.messagesPerPublisher
+        // Members 0 and 2 are on lane 0, member 1 on lane 1: the group's state was merged across lanes.
+        let perLane = engine.lanes.map { lane in lane.queue.sync { lane.metrics.fleets[0].counters.received[.atLeastOnce] } }
+        #expect(perLane.allSatisfy { $0 > 0 })
+        #expect(perLane.reduce(0, +) == total)
+        #expect(result.counters.published[.atLeastOnce] == total)
+        #expect(result.counters.acked[.atLeastOnce] == total)
+        let workers = try #require(result.fleets["workers"])
+        // Every arrival at any member, summed: each message reached exactly one of them.
+        #expect(workers.counters.received[.atLeastOnce] == total)
+        #expect(workers.delivery[1] == DeliveryCounts(expected: total, received: total, unique: total, duplicated: 0,
+                                                       reordered: workers.delivery[1].reordered))
+        #expect(workers.delivery[1].lost == 0)
+        #expect(workers.delivery[0] == DeliveryCounts())
+        #expect(result.delivery[1].expected == total)
+        #expect(result.delivery[1].unique == total)
+        #expect(result.delivery[1].lost == 0)
+        #expect(result.delivery[1].duplicated == 0)
+        #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == total)
+    }
+
+    @Test("a plain subscriber next to the group keeps its own full accounting",
+          arguments: [MQTTProtocolVersion.v3_1_1, .v5])
+    func plainSubscriberBesideGroup(version: MQTTProtocolVersion) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let plain = EngineFleet(
+            name: "plain", count: 1, clientID: { "plain-\($0)" },
+            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30),
+            subscriptions: { _, _ in [MQTTSubscription(filter: "bench/+/data", qos: .atLeastOnce)] })
+        let result = try Self.run([Self.members("workers", count: 3, group: "g", version: version), plain,
+                                   Self.publishers(version: version)], port: broker.port)
+        let total = 2 * Self.messagesPerPublisher
+        let workers = try #require(result.fleets["workers"])
+        let alone = try #require(result.fleets["plain"])
+        #expect(workers.counters.received[.atLeastOnce] == total)
+        #expect(alone.counters.received[.atLeastOnce] == total)
+        for fleet in [workers, alone] {
+            #expect(fleet.delivery[1].expected == total)
+            #expect(fleet.delivery[1].received == total)
+            #expect(fleet.delivery[1].unique == total)
+            #expect(fleet.delivery[1].lost == 0)
+            #expect(fleet.delivery[1].duplicated == 0)
+        }
+        #expect(result.delivery[1].expected == 2 * total)
+        #expect(result.delivery[1].unique == 2 * total)
+        #expect(result.delivery[1].lost == 0)
+    }
+
+    @Test("two fleets with the same group name are one group, counted once for the first fleet")
+    func groupAcrossFleets() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let result = try Self.run([Self.members("east", count: 2, group: "shared", version: .v5),
+                                   Self.members("west", count: 2, group: "shared", version: .v5),
+                                   Self.publishers(version: .v5)], port: broker.port)
+        let total = 2 * Self.messagesPerPublisher
+        let east = try #require(result.fleets["east"])
+        let west = try #require(result.fleets["west"])
+        #expect(east.counters.received[.atLeastOnce] + west.counters.received[.atLeastOnce] == total)
+        #expect(east.delivery[1].expected == total)
+        #expect(east.delivery[1].received == total)
+        #expect(east.delivery[1].unique == total)
+        #expect(east.delivery[1].lost == 0)
+        #expect(east.delivery[1].duplicated == 0)
+        #expect(west.delivery[1] == DeliveryCounts())
+        #expect(result.delivery[1].expected == total)
+    }
+
+    @Test("a member cut mid-stream: the group's loss is exactly the messages no member received",
+          arguments: [MQTTProtocolVersion.v3_1_1, .v5])
+    func memberCutMidStream(version: MQTTProtocolVersion) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let plain = EngineFleet(
+            name: "plain", count: 1, clientID: { "plain-\($0)" },
+            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30),
+            subscriptions: { _, _ in [MQTTSubscription(filter: "bench/+/data", qos: .atLeastOnce)] })
+        let cut = SharedCount()
+        // 300 messages at 500/s per publisher: publishing lasts 0.6 s, the cut comes about 0.2 s in. The cut
+        // member's reconnect policy is `.none`, so it stays down and the other two carry the rest. Whether the
+        // broker loses the cut member's in-flight messages depends on timing (on loopback mosquitto noticed the
+        // RST first and lost none in every run so far), so the test asserts the identity, not a number: the
+        // group's loss is exactly what no member received, counted apart from the tracker.
+        let result = try Self.run([Self.members("workers", count: 3, group: "g", version: version), plain,
+                                   Self.publishers(version: version, rate: 500)],
+                                  port: broker.port, duration: 1_200_000_000) { engine in
+            usleep(200_000)
+            cut.set((try? engine.tunnel(fleet: "workers", fraction: 1.0 / 3.0, outage: 0...0)) ?? -1)
+        }
+        let total = 2 * Self.messagesPerPublisher
+        #expect(cut.value == 1)
+        let workers = try #require(result.fleets["workers"])
+        let alone = try #require(result.fleets["plain"])
+        #expect(workers.counters.disconnects[.tunnel] == 1)
+        // Every message was published and reached the plain subscriber: whatever the group lacks was lost to it.
+        #expect(result.counters.published[.atLeastOnce] == total)
+        #expect(alone.delivery[1].unique == total)
+        #expect(alone.delivery[1].lost == 0)
+        let group = workers.delivery[1]
+        let arrivals = workers.counters.received[.atLeastOnce]
+        #expect(group.expected == total)
+        #expect(group.received == arrivals)
+        #expect(group.duplicated == 0)
+        #expect(group.unique == arrivals)
+        #expect(group.lost == total - arrivals)
+    }
+}
+
+/// Which clients are accounted as a shared group (no broker needed).
+@Suite("Engine: shared-subscription group of a client")
+struct SharedGroupOfClientTests {
+    static func subscriptions(_ filters: [String]) -> [MQTTSubscription] {
+        filters.map { MQTTSubscription(filter: $0, qos: .atLeastOnce) }
+    }
+
+    @Test("only clients whose subscriptions are all shared, of one group, belong to a group")
+    func membership() {
+        let both = Engine.sharedGroup(of: Self.subscriptions(["$share/g/a/+", "$share/g/b/#"]))
+        #expect(both?.group == "g")
+        #expect(both?.filters == ["a/+", "b/#"])
+        #expect(Engine.sharedGroup(of: Self.subscriptions(["$share/g/a/+", "a/plain"])) == nil)
+        #expect(Engine.sharedGroup(of: Self.subscriptions(["$share/g/a/+", "$share/h/a/+"])) == nil)
+        #expect(Engine.sharedGroup(of: Self.subscriptions(["a/+"])) == nil)
+        #expect(Engine.sharedGroup(of: []) == nil)
+        // Not a valid shared filter (empty group): a plain filter to the engine, accounted per client.
+        #expect(Engine.sharedGroup(of: Self.subscriptions(["$share//a"])) == nil)
+    }
+
+    @Test("group keys never equal a client's key")
+    func keySpaces() {
+        #expect(Engine.groupDeliveryKey(0) == UInt64(1) << 63)
+        #expect(Engine.groupDeliveryKey(5) == UInt64(1) << 63 | UInt64(5) << 32)
+        #expect(Engine.subscriberDeliveryKey(5) == UInt64(5) << 32)
+        #expect(Engine.subscriberDeliveryKey(Int(Int32.max)) & Engine.groupKeyTag == 0)
+    }
+}
