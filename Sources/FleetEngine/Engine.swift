@@ -374,8 +374,9 @@ public final class Engine: @unchecked Sendable {
     /// (`$share/{group}/{filter}`, 5.0 §4.8.2); nil otherwise. A client that mixes shared and plain
     /// subscriptions, or subscribes to several groups, keeps per-client accounting (a known limitation: arrivals
     /// do not say which subscription they came through): only streams its plain filters match are expected, and
-    /// what its shared subscriptions bring on other streams is not accounted. Group identity is the name alone; the broker identifies a shared subscription by name and
-    /// filter, so members of one name with different filters that match the same stream would show duplicates.
+    /// what its shared subscriptions bring on other streams is not accounted. Group identity is the name alone;
+    /// the broker identifies a shared subscription by name and filter, so members of one name with different
+    /// filters that match the same stream would show duplicates.
     static func sharedGroup(of subscriptions: [MQTTSubscription]) -> (group: String, filters: [String])? {
         var group: String?
         var filters: [String] = []
