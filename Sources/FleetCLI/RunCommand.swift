@@ -332,7 +332,8 @@ struct RunCommand {
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
             abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
-            receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000)
+            receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
+            receiveCoalescingPauses: result.coalescingPauses)
         report.generator.saturationReasons = Self.saturation(
             result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
         report.generator.saturated = !report.generator.saturationReasons.isEmpty

@@ -44,7 +44,11 @@ enum RunSummary {
                 + (threshold.observed.map { "  (observed \(formatObserved($0, metric: threshold.metric)))" } ?? "  (not measured)"))
         }
         lines.append("  generator     cpu \(format(report.generator.cpuSeconds)) s, peak rss "
-            + "\(report.generator.peakRSSBytes / 1_048_576) MiB, lanes \(report.generator.lanes)")
+            + "\(report.generator.peakRSSBytes / 1_048_576) MiB, lanes \(report.generator.lanes)"
+            + (report.generator.receiveCoalescingPauses > 0
+                ? ", receive times up to \(report.generator.receiveCoalescingMicroseconds) µs late under heavy load "
+                    + "(\(report.generator.receiveCoalescingPauses) pauses; --receive-coalescing 0 to read at once)"
+                : ""))
         if let directory { lines.append("  results       \(directory)") }
         return lines.joined(separator: "\n")
     }

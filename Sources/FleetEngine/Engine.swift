@@ -260,6 +260,7 @@ public final class Engine: @unchecked Sendable {
         var published = Array(repeating: UInt64(0), count: streamTopics.count)
         for metrics in laneMetrics {
             result.peakConnected += metrics.peakConnected
+            result.coalescingPauses += metrics.coalescingPauses
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
                 fleetResults[fleet].peakConnected += values.peakConnected
@@ -422,6 +423,9 @@ public struct EngineResult: Sendable {
     public var foreignMessages: UInt64 = 0
     public var droppedSlots: UInt64 = 0
     public var abandonedPublishes: UInt64 = 0
+    /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
+    /// 0 means every receive time was taken as soon as the bytes could be read.
+    public var coalescingPauses: UInt64 = 0
     /// Per fleet, by name: the same measurements restricted to that fleet's clients (delivery: what the fleet's
     /// subscribers received).
     public var fleets: [String: EngineFleetResult] = [:]

@@ -87,7 +87,9 @@ extension Lane {
                 let busyTurnStart: UInt64? = queue.sync {
                     let fresh = driver.turns.load(ordering: .relaxed) == turnsBefore
                     self.turn(prefetched: fresh ? ready : nil)
-                    return coalescing > 0 && self.isReceivingHeavily() ? self.now : nil
+                    guard coalescing > 0, self.isReceivingHeavily() else { return nil }
+                    self.metrics.coalescingPauses &+= 1
+                    return self.now
                 }
                 if coalescing > 0, let start = busyTurnStart { pauseUntil = start &+ coalescing }
             }

@@ -17,6 +17,8 @@ public struct LaneMetrics: Sendable {
     public var publishedPerStream: [UInt64] = []
     /// Peak of clients connected at once on this lane.
     public var peakConnected = 0
+    /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`).
+    public var coalescingPauses: UInt64 = 0
 
     public init(fleetCount: Int, start: UInt64) {
         fleets = Array(repeating: FleetLaneMetrics(start: start), count: max(fleetCount, 1))

@@ -350,7 +350,8 @@ public enum ReportHTML {
             ("lanes", String(health.lanes)),
             ("receive coalescing", health.receiveCoalescingMicroseconds == 0
                 ? "off (every message read at once)"
-                : "\(health.receiveCoalescingMicroseconds) µs at 64,000 msg/s or more per lane"),
+                : "\(health.receiveCoalescingMicroseconds) µs at 64,000 msg/s or more per lane; paused "
+                    + MetricFormat.grouped(health.receiveCoalescingPauses) + " times"),
         ])
         html += keyValueTable("Skipped and stray work", [
             ("dropped schedule slots", MetricFormat.grouped(health.droppedSlots)),

@@ -64,6 +64,7 @@ extension RunReport {
             JSONMember("peak_rss_bytes", .count(generator.peakRSSBytes)),
             JSONMember("lanes", .integer(Int64(generator.lanes))),
             JSONMember("receive_coalescing_us", .count(generator.receiveCoalescingMicroseconds)),
+            JSONMember("receive_coalescing_pauses", .count(generator.receiveCoalescingPauses)),
             JSONMember("dropped_slots", .count(generator.droppedSlots)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),

@@ -100,7 +100,8 @@ extension RunReport {
                 abandonedPublishes: try generator.count("abandoned_publishes"),
                 foreignMessages: try generator.count("foreign_messages"),
                 // Absent from reports written before it existed (they read every message at once).
-                receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0)),
+                receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0),
+                receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0)),
             timeline: try top.array("timeline").map { element throws(ReportError) in
                 try TimelinePoint(try element.asObject())
             },

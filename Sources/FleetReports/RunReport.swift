@@ -280,6 +280,8 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var lanes: Int = 0
     /// How late a receive time may be under heavy inbound traffic (`EngineConfiguration.receiveCoalescing`), µs.
     public var receiveCoalescingMicroseconds: UInt64 = 0
+    /// How many times a lane did pause so (0: no receive time was held back).
+    public var receiveCoalescingPauses: UInt64 = 0
     /// Scheduled publishes skipped because the previous one had not gone out (engine `droppedSlots`).
     public var droppedSlots: UInt64 = 0
     /// QoS 1/2 publishes given up at the end of the run (engine `abandonedPublishes`).
@@ -290,9 +292,10 @@ public struct GeneratorHealth: Equatable, Sendable {
     public init(
         saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
-        receiveCoalescingMicroseconds: UInt64 = 0
+        receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0
     ) {
         self.receiveCoalescingMicroseconds = receiveCoalescingMicroseconds
+        self.receiveCoalescingPauses = receiveCoalescingPauses
         self.saturated = saturated
         self.saturationReasons = saturationReasons
         self.cpuSeconds = cpuSeconds

@@ -85,6 +85,8 @@ struct RunReportAfterRealRunTests {
         #expect(generator["lanes"] as? Int == max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) - 1))
         #expect((generator["peak_rss_bytes"] as? Int ?? 0) > 0)
         #expect(generator["receive_coalescing_us"] as? Int == 1000)
+        // The quickstart's few messages a second never make a lane pause.
+        #expect(generator["receive_coalescing_pauses"] as? Int == 0)
         #expect(generator["saturated"] as? Bool == false)
 
         // The timeline's per-second counts add up to the totals.

@@ -165,6 +165,7 @@ struct RunReportJSONTests {
         #expect(generator["abandoned_publishes"] as? Int == 1)
         #expect(generator["foreign_messages"] as? Int == 0)
         #expect(generator["receive_coalescing_us"] as? Int == 250)
+        #expect(generator["receive_coalescing_pauses"] as? Int == 12)
     }
 
     @Test("no schedule lag samples: schedule_lag_ms is null")

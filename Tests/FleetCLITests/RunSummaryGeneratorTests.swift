@@ -1,0 +1,21 @@
+import FleetReports
+import Testing
+@testable import FleetCLI
+
+@Suite("run summary: the generator line")
+struct RunSummaryGeneratorTests {
+    static func generatorLine(pauses: UInt64) -> String? {
+        var report = ReportCommandsTests.report(endToEndBase: 1000)
+        report.generator = GeneratorHealth(cpuSeconds: 1.5, peakRSSBytes: 40 * 1_048_576, lanes: 1,
+                                           receiveCoalescingMicroseconds: 1000, receiveCoalescingPauses: pauses)
+        return RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init)
+            .first { $0.hasPrefix("  generator") }
+    }
+
+    @Test("says receive times may be late only when a lane did pause, with the count and how to turn it off")
+    func coalescing() {
+        #expect(Self.generatorLine(pauses: 0) == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1")
+        #expect(Self.generatorLine(pauses: 4821) == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1, receive times "
+            + "up to 1000 µs late under heavy load (4821 pauses; --receive-coalescing 0 to read at once)")
+    }
+}
