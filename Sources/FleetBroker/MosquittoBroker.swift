@@ -56,16 +56,24 @@ public final class MosquittoBroker: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         // A port checked free can be taken before mosquitto binds it (another test or broker starting at the same
-        // moment); then mosquitto exits with "Address already in use" and new ports are tried, up to three times.
+        // moment); then mosquitto exits and new ports are tried, up to three times. A taken TCP port says "Address
+        // already in use"; a taken websockets port "Unable to create websockets listener"; and an exit before
+        // anything reached the logs is retried too (the last attempt's error is the one reported).
         for attempt in 1...3 {
             do {
                 try writeConfiguration()
                 try startLocked()
                 return
-            } catch .exitedDuringStart(_, let tail) where attempt < 3 && tail.contains("Address already in use") {
+            } catch .exitedDuringStart(_, let tail) where attempt < 3 && Self.mayBeAPortRace(tail) {
                 layout = try Self.pickLayout(configuration: configuration, directory: directory)
             }
         }
+    }
+
+    /// Whether mosquitto's log tail after an exit during start may mean a port was taken meanwhile.
+    public static func mayBeAPortRace(_ logTail: String) -> Bool {
+        logTail.contains("Address already in use") || logTail.contains("Unable to create websockets listener")
+            || logTail.allSatisfy(\.isWhitespace)
     }
 
     private static func pickLayout(

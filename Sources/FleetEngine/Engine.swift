@@ -25,6 +25,8 @@ public final class Engine: @unchecked Sendable {
     let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
     /// The run's shared-subscription groups, by group index (order of first appearance in the configuration).
     let shareGroups: [ShareGroup]
+    /// Clients connected at once across the lanes (exact peaks for the result).
+    let gauges: ConnectedGauges
     private let readyGroup = DispatchGroup()
     /// Merges the lanes' snapshots; `onSnapshot` is called on it.
     let mergeQueue = DispatchQueue(label: "fleetbench.engine.merge")
@@ -157,9 +159,11 @@ public final class Engine: @unchecked Sendable {
         self.subscriberFilters = filters
         self.shareGroups = groups
         let start = MonotonicClock.now()
+        let gauges = ConnectedGauges(fleetCount: fleets.count)
+        self.gauges = gauges
         self.lanes = try perLane.enumerated().map { index, clients in
             try Lane(index: index, fleets: fleets, clients: clients, configuration: configuration,
-                     laneCount: laneCount, start: start)
+                     laneCount: laneCount, start: start, gauges: gauges)
         }
         for lane in lanes { lane.streamTracked = tracked }
     }
@@ -259,11 +263,9 @@ public final class Engine: @unchecked Sendable {
         var fleetResults = fleets.map { _ in EngineFleetResult() }
         var published = Array(repeating: UInt64(0), count: streamTopics.count)
         for metrics in laneMetrics {
-            result.peakConnected += metrics.peakConnected
             result.coalescingPauses += metrics.coalescingPauses
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
-                fleetResults[fleet].peakConnected += values.peakConnected
                 fleetResults[fleet].foreignMessages += values.foreignMessages
                 fleetResults[fleet].droppedSlots += values.droppedSlots
                 fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
@@ -319,6 +321,8 @@ public final class Engine: @unchecked Sendable {
                     .add(merged.counts(stream: 0, expected: published[stream]))
             }
         }
+        result.peakConnected = gauges.total.peak
+        for fleet in fleetResults.indices { fleetResults[fleet].peakConnected = gauges.fleets[fleet].peak }
         for (fleet, values) in fleetResults.enumerated() {
             result.counters.add(values.counters)
             result.latency.add(values.latency)
@@ -417,8 +421,7 @@ public struct EngineResult: Sendable {
     public var latency = LatencyRecorder()
     /// Delivery accounting by the publishing stream's QoS (index 0, 1, 2).
     public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
-    /// Sum of every lane's peak (an upper bound of the clients connected at once; the timeline has the exact
-    /// per-second figure).
+    /// The most clients connected at once during the run, across every lane.
     public var peakConnected = 0
     public var foreignMessages: UInt64 = 0
     public var droppedSlots: UInt64 = 0
@@ -453,7 +456,7 @@ public struct EngineFleetResult: Sendable {
     /// What this fleet's subscribers received, by the publishing stream's QoS (index 0, 1, 2). Shared-subscription
     /// groups count here once, for the fleet of their first member.
     public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
-    /// Sum of the lanes' peaks of this fleet's connected clients.
+    /// The most of this fleet's clients connected at once, across every lane.
     public var peakConnected = 0
     public var foreignMessages: UInt64 = 0
     public var droppedSlots: UInt64 = 0

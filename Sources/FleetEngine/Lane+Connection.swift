@@ -116,15 +116,15 @@ extension Lane {
 
     func markConnected(_ client: Int) {
         let fleet = clients[client].fleet
+        gauges.total.increment()
+        gauges.fleets[fleet].increment()
         connected += 1
-        if connected > metrics.peakConnected { metrics.peakConnected = connected }
         metrics.fleets[fleet].connected += 1
-        if metrics.fleets[fleet].connected > metrics.fleets[fleet].peakConnected {
-            metrics.fleets[fleet].peakConnected = metrics.fleets[fleet].connected
-        }
     }
 
     func markDisconnected(_ client: Int) {
+        gauges.total.decrement()
+        gauges.fleets[clients[client].fleet].decrement()
         connected -= 1
         metrics.fleets[clients[client].fleet].connected -= 1
     }

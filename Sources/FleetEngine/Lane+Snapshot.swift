@@ -14,7 +14,6 @@ struct LaneSnapshot: Sendable {
 struct FleetLaneSnapshot: Sendable {
     let counters: ClientCounters
     let connected: Int
-    let peakConnected: Int
     let foreignMessages: UInt64
     let droppedSlots: UInt64
     let abandonedPublishes: UInt64
@@ -43,7 +42,7 @@ extension Lane {
             start = min(start, interval.start)
             let values = metrics.fleets[fleet]
             fleetSnapshots.append(FleetLaneSnapshot(
-                counters: values.counters, connected: values.connected, peakConnected: values.peakConnected,
+                counters: values.counters, connected: values.connected,
                 foreignMessages: values.foreignMessages, droppedSlots: values.droppedSlots,
                 abandonedPublishes: values.abandonedPublishes, interval: interval))
         }

@@ -51,6 +51,8 @@ final class Lane: @unchecked Sendable {
     /// Clients with bytes to flush at the end of the turn.
     var dirty: [Int32] = []
     var connected = 0
+    /// Connected clients across every lane (exact run-wide peaks), shared by the engine's lanes.
+    let gauges: ConnectedGauges
     var now: UInt64 = 0
     /// PUBLISH packets received in the current turn, and the time since the turn before began (see
     /// `EngineConfiguration.receiveCoalescing`).
@@ -78,8 +80,9 @@ final class Lane: @unchecked Sendable {
     static let timerToken: UInt64 = .max
 
     init(index: Int, fleets: [FleetRuntime], clients: [SimulatedClient], configuration: EngineConfiguration,
-         laneCount: Int, start: UInt64) throws {
+         laneCount: Int, start: UInt64, gauges: ConnectedGauges) throws {
         self.index = index
+        self.gauges = gauges
         self.queue = DispatchQueue(label: "fleetbench.lane.\(index)", qos: .userInitiated)
         self.fleets = fleets
         self.configuration = configuration

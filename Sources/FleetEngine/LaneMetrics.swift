@@ -15,8 +15,6 @@ public struct LaneMetrics: Sendable {
     public var deliveryKeys: [UInt64: Int] = [:]
     /// Messages each publisher stream sent (index: global stream id), for expected counts at the end.
     public var publishedPerStream: [UInt64] = []
-    /// Peak of clients connected at once on this lane.
-    public var peakConnected = 0
     /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`).
     public var coalescingPauses: UInt64 = 0
 
@@ -57,9 +55,8 @@ public struct FleetLaneMetrics: Sendable {
     /// TLS/WebSocket failures by reason text, at most `LaneMetrics.transportErrorKinds` distinct texts (further
     /// ones counted under "other transport error") so a hostile peer cannot grow it without bound.
     public var transportErrors: [String: UInt64] = [:]
-    /// Clients of the fleet connected now, and the peak.
+    /// Clients of the fleet connected now (the run's peaks are kept by `ConnectedGauge`: lanes' peaks do not add).
     public var connected = 0
-    public var peakConnected = 0
 
     public init(start: UInt64) { latency = IntervalLatencyRecorder(startingAt: start) }
 }

@@ -209,3 +209,19 @@ struct MosquittoBrokerTests {
         #expect(MosquittoBroker.openFileLimitForChild() == UInt64(limit.rlim_max))
     }
 }
+
+@Suite("MosquittoBroker: which start failures get new ports")
+struct MosquittoPortRaceTests {
+    @Test("a taken TCP or websockets port, or an exit before anything was logged; not a bad configuration",
+          arguments: [
+              ("1764428400: Error: Address already in use\n", true),
+              ("Error: Unable to create websockets listener on port 40123.\n", true),
+              ("", true),
+              ("\n  \n", true),
+              ("Error: Unable to open config file /tmp/x/mosquitto.conf.\n", false),
+              ("1764428400: Error: Unable to load server certificate \"/tmp/x/server.pem\".\n", false),
+          ] as [(String, Bool)])
+    func portRace(tail: String, retried: Bool) {
+        #expect(MosquittoBroker.mayBeAPortRace(tail) == retried)
+    }
+}
