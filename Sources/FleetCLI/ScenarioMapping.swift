@@ -138,7 +138,7 @@ enum ScenarioMapping {
         let ramps = ramps(scenario)
         var sources: [SocketAddress] = []
         var fleets: [EngineFleet] = []
-        for fleet in scenario.fleets {
+        for (fleetPosition, fleet) in scenario.fleets.enumerated() {
             for address in fleet.sourceAddresses {
                 sources.append(try SocketAddress(ipAddress: address, port: 0))
             }
@@ -147,7 +147,9 @@ enum ScenarioMapping {
             let fleetName = fleet.name
             @Sendable func willFor(_ index: Int, _ clientID: String) -> MQTTWill? {
                 guard let will = willSpecification else { return nil }
-                var random = SystemRandomNumberGenerator()
+                // From the run's seed like every other random choice, on streams of their own (top bit set:
+                // the engine's per-client generators use the client's index), so a seed repeats the wills too.
+                var random = SeededRandom(seed: seed, stream: 1 << 63 | UInt64(fleetPosition) << 32 | UInt64(index))
                 return MQTTWill(
                     topic: will.topic.render(clientID: clientID, index: index, fleet: fleetName),
                     payload: will.payload.render(clientID: clientID, index: index, fleet: fleetName, sequence: 0,

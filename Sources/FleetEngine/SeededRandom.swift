@@ -9,7 +9,7 @@ import Darwin
 /// Each instance is seeded from the run seed and a stream index (for example the client index), so a run
 /// with the same seed draws the same numbers on every lane without any shared state. The 256-bit state is
 /// filled by SplitMix64, which the xoshiro authors recommend because it never yields the all-zero state.
-public struct SeededRandom: Sendable, Equatable {
+public struct SeededRandom: RandomNumberGenerator, Sendable, Equatable {
     private var s0: UInt64
     private var s1: UInt64
     private var s2: UInt64
