@@ -107,6 +107,35 @@ struct ConnectPacerTests {
         #expect(pacer.mayStart(now: now))
     }
 
+    /// As a lane paces connects: timers fire on 1 ms ticks, the turn runs 0.6 ms after its tick, and the clients
+    /// a turn could not start retry when the pacer next allows, rounded up to a tick (every client is due).
+    /// Started within the first second at 1,000/s:
+    static func startedInOneSecond(burst: Int) -> Int {
+        var pacer = ConnectPacer(ratePerSecond: 1_000, burst: burst, maxInFlight: 1_000_000, now: 0)
+        var started = 0
+        var timer: UInt64 = 1 * ms
+        while true {
+            let now = timer + 600_000
+            if now > 1_000 * ms { return started }
+            while pacer.mayStart(now: now) {
+                pacer.started(now: now)
+                started += 1
+            }
+            let next = pacer.nextAllowedTime(now: now)!
+            timer = (next + ms - 1) / ms * ms
+        }
+    }
+
+    @Test("the lane's burst keeps the rate although every start is up to a tick late; with none it halves")
+    func lateStarts() {
+        #expect(Lane.connectBurst(ratePerSecond: 1_000) == 10)
+        #expect(Lane.connectBurst(ratePerSecond: 50) == 2)
+        #expect(Lane.connectBurst(ratePerSecond: 25_000) == 250)
+        #expect(Lane.connectBurst(ratePerSecond: nil) == 1)
+        #expect(Self.startedInOneSecond(burst: Lane.connectBurst(ratePerSecond: 1_000)) == 1_008)  // 10 at once, then 2 per 2 ms: the rate plus one burst
+        #expect(Self.startedInOneSecond(burst: 1) == 500)    // one per 2 ms: each late start pushed the next
+    }
+
     @Test("the in-flight cap blocks until an attempt finishes")
     func inFlightCap() {
         var pacer = ConnectPacer(ratePerSecond: nil, maxInFlight: 2, now: 0)
