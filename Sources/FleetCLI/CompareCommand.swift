@@ -1,18 +1,23 @@
 import FleetReports
+import FleetScenario
 import Foundation
 
-/// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--format table|markdown|json]`: what got worse or
-/// better between two runs; exit 99 when something regressed beyond the tolerance (for CI).
+/// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms] [--format table|markdown|json]`:
+/// what got worse or better between two runs; exit 99 when something regressed beyond the tolerance (for CI).
 struct CompareCommand {
     static let help = """
-        Usage: fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--format table|markdown|json] [--output FILE]
+        Usage: fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms]
+                                  [--format table|markdown|json] [--output FILE]
 
         Compares two runs (report.json files, or results folders holding one): latency percentiles, publish and
         receive rates, losses, duplicates, ack timeouts, connect failures. Each metric is better, same, worse
-        (within the tolerance) or a regression (worse beyond it; any rise from zero is a regression).
+        (within the tolerance) or a regression (worse beyond it; any rise from zero is a regression). A latency
+        worse by at most the latency floor is never a regression.
 
         Options:
           --tolerance PCT     allowed worsening before a regression, in percent (default 10%)
+          --latency-floor D   latency changes up to D are not regressions, whatever their percentage
+                              (default 1ms, the engine's timing resolution; 0 disables)
           --format FORMAT     table (default), markdown (for a CI comment) or json
           --output FILE       also write the comparison to FILE in the chosen format
           -h, --help          show this help
@@ -28,6 +33,7 @@ struct CompareCommand {
     var baseline: String
     var candidate: String
     var tolerance: Double = 10
+    var latencyFloorMilliseconds = ReportComparison.defaultLatencyFloorMilliseconds
     var format: Format = .table
     var output: String?
 
@@ -35,6 +41,7 @@ struct CompareCommand {
     static func parse(_ arguments: [String]) throws(UsageError) -> CompareCommand? {
         var paths: [String] = []
         var tolerance = 10.0
+        var latencyFloor = ReportComparison.defaultLatencyFloorMilliseconds
         var format = Format.table
         var output: String?
         var index = 0
@@ -58,6 +65,8 @@ struct CompareCommand {
                     throw UsageError("--tolerance needs a non-negative percentage such as 10% (got '\(text)')")
                 }
                 tolerance = parsed
+            case "--latency-floor":
+                latencyFloor = try parseLatencyFloor(try value("--latency-floor"))
             case "--format":
                 let text = try value("--format")
                 guard let parsed = Format(rawValue: text) else {
@@ -75,7 +84,17 @@ struct CompareCommand {
         guard paths.count == 2 else {
             throw UsageError("compare needs a baseline and a candidate report, got \(paths.count) path\(paths.count == 1 ? "" : "s")")
         }
-        return CompareCommand(baseline: paths[0], candidate: paths[1], tolerance: tolerance, format: format, output: output)
+        return CompareCommand(baseline: paths[0], candidate: paths[1], tolerance: tolerance,
+                              latencyFloorMilliseconds: latencyFloor, format: format, output: output)
+    }
+
+    /// `--latency-floor` (compare and run): `0` or a duration such as `500us` or `1ms`, in milliseconds.
+    static func parseLatencyFloor(_ text: String) throws(UsageError) -> Double {
+        if text == "0" { return 0 }
+        guard case .success(let span) = TimeSpan.parse(text) else {
+            throw UsageError("--latency-floor needs 0 or a duration such as 1ms, got '\(text)'")
+        }
+        return Double(span.nanoseconds) / 1e6
     }
 
     /// A report.json path, or a folder holding one.
@@ -95,7 +114,8 @@ struct CompareCommand {
             console.error("fleetbench compare: \(error.message)")
             return .invalidScenario  // 65, EX_DATAERR: the input file is unusable.
         }
-        let comparison = ReportComparison(baseline: reports[0], candidate: reports[1], tolerance: tolerance)
+        let comparison = ReportComparison(baseline: reports[0], candidate: reports[1], tolerance: tolerance,
+                                          latencyFloorMilliseconds: latencyFloorMilliseconds)
         let text: String
         switch format {
         case .table: text = comparison.table()

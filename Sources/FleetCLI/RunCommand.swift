@@ -35,6 +35,8 @@ struct RunCommand {
           --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression
                                   beyond --tolerance exits 99
           --tolerance PCT         allowed worsening against the baseline (default 10%)
+          --latency-floor D       latency changes up to D against the baseline are not regressions,
+                                  whatever their percentage (default 1ms; 0 disables)
           --quiet                 print only the summary
           -h, --help              show this help
 
@@ -58,6 +60,8 @@ struct RunCommand {
     var metricsAddress: SocketAddress?
     var baseline: String?
     var tolerance = 10.0
+    /// --latency-floor, for the baseline comparison.
+    var latencyFloorMilliseconds = ReportComparison.defaultLatencyFloorMilliseconds
     var quiet = false
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
@@ -117,6 +121,8 @@ struct RunCommand {
                     throw UsageError("--tolerance needs a non-negative percentage such as 10% (got '\(text)')")
                 }
                 command.tolerance = tolerance
+            case "--latency-floor":
+                command.latencyFloorMilliseconds = try CompareCommand.parseLatencyFloor(try value(argument))
             case "--quiet": command.quiet = true
             default:
                 if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for run") }
@@ -370,7 +376,8 @@ struct RunCommand {
         if report.run.interrupted { return .runtimeFailure }
         var regressed = false
         if let baselineReport {
-            let comparison = ReportComparison(baseline: baselineReport, candidate: report, tolerance: tolerance)
+            let comparison = ReportComparison(baseline: baselineReport, candidate: report, tolerance: tolerance,
+                                              latencyFloorMilliseconds: latencyFloorMilliseconds)
             console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table())
             regressed = comparison.hasRegression
         }

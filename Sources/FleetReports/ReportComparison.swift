@@ -9,6 +9,11 @@ import Foundation
 /// connect failures, reconnects and dropped schedule slots (lower is better). A change against the metric's
 /// direction is `worse` while within the tolerance and a `regression` beyond it; a rise from zero is a
 /// regression whatever the tolerance (there is no percentage of zero).
+///
+/// Latency rows (`latency.*`, in ms) also have an absolute floor (default 1 ms): a worsening by at most the floor
+/// is never more than `worse`, whatever its percentage. The engine times to about 1 ms (its timing wheel ticks
+/// every 1 ms, and receive coalescing may read up to 1 ms late under heavy load), so p99 0.9 ms -> 1.1 ms (+22 %)
+/// is noise, not a regression. Counts and rates have no floor.
 public struct ReportComparison: Sendable {
     public enum Direction: String, Sendable {
         case lowerIsBetter = "lower_is_better"
@@ -34,6 +39,10 @@ public struct ReportComparison: Sendable {
 
     /// In percent (10 means 10 %).
     public let tolerancePercent: Double
+    /// A latency worsening by at most this many milliseconds is not a regression; 0 disables the floor.
+    public let latencyFloorMilliseconds: Double
+    /// The engine's timing resolution: its timing wheel ticks every 1 ms.
+    public static let defaultLatencyFloorMilliseconds = 1.0
     public let rows: [Row]
     public let baselineName: String
     public let candidateName: String
@@ -41,14 +50,19 @@ public struct ReportComparison: Sendable {
     public var hasRegression: Bool { rows.contains { $0.verdict == .regression } }
     public var regressions: [Row] { rows.filter { $0.verdict == .regression } }
 
-    /// `tolerance` in percent.
-    public init(baseline: RunReport, candidate: RunReport, tolerance: Double = 10) {
+    /// `tolerance` in percent; `latencyFloorMilliseconds` applies to the `latency.*` rows only.
+    public init(
+        baseline: RunReport, candidate: RunReport, tolerance: Double = 10,
+        latencyFloorMilliseconds: Double = defaultLatencyFloorMilliseconds
+    ) {
         tolerancePercent = tolerance
+        self.latencyFloorMilliseconds = latencyFloorMilliseconds
         baselineName = baseline.scenario.name + " @ " + RunReport.rfc3339(baseline.run.startedAt)
         candidateName = candidate.scenario.name + " @ " + RunReport.rfc3339(candidate.run.startedAt)
         var rows: [Row] = []
-        func add(_ metric: String, _ unit: String, _ direction: Direction, _ base: Double?, _ cand: Double?) {
-            rows.append(Self.row(metric, unit, direction, base, cand, tolerance: tolerance))
+        func add(_ metric: String, _ unit: String, _ direction: Direction, _ base: Double?, _ cand: Double?,
+                 absoluteFloor: Double = 0) {
+            rows.append(Self.row(metric, unit, direction, base, cand, tolerance: tolerance, absoluteFloor: absoluteFloor))
         }
 
         // Latency, from the headline origin of each kind.
@@ -60,7 +74,7 @@ public struct ReportComparison: Sendable {
             let cand = Self.headline(candidate.latency, kind).map(LatencySummary.init)
             for statistic in ["mean", "p50", "p90", "p99", "p999", "max"] {
                 add("latency.\(kind.reportName).\(statistic)", "ms", .lowerIsBetter,
-                    base?.value(statistic), cand?.value(statistic))
+                    base?.value(statistic), cand?.value(statistic), absoluteFloor: latencyFloorMilliseconds)
             }
         }
 
@@ -100,10 +114,11 @@ public struct ReportComparison: Sendable {
         self.rows = rows
     }
 
-    /// The verdict of one metric.
+    /// The verdict of one metric. A worsening whose absolute difference is at most `absoluteFloor` (in the
+    /// metric's unit; 0 for none) is `worse` at most, whatever its percentage, even a rise from zero.
     public static func row(
         _ metric: String, _ unit: String, _ direction: Direction, _ baseline: Double?, _ candidate: Double?,
-        tolerance: Double
+        tolerance: Double, absoluteFloor: Double = 0
     ) -> Row {
         guard let baseline, let candidate else {
             return Row(metric: metric, unit: unit, direction: direction, baseline: baseline, candidate: candidate,
@@ -118,12 +133,16 @@ public struct ReportComparison: Sendable {
             change = (candidate - baseline) / abs(baseline) * 100
         }
         let worseChange = direction == .lowerIsBetter ? change : -change
+        // Report values are whole microseconds written in ms; their difference carries binary rounding
+        // (8.999 - 7.999 = 1.0000000000000009), so a difference exactly at the floor is compared with a margin far
+        // below a microsecond. With no floor there is no margin: today's verdicts exactly.
+        let withinFloor = absoluteFloor > 0 && abs(candidate - baseline) <= absoluteFloor + 1e-9
         let verdict: Verdict
         if change == 0 {
             verdict = .same
         } else if worseChange < 0 {
             verdict = .better
-        } else if worseChange > tolerance {
+        } else if worseChange > tolerance && !withinFloor {
             verdict = .regression
         } else {
             verdict = .worse
@@ -180,12 +199,15 @@ public struct ReportComparison: Sendable {
         }
     }
 
-    /// A summary line: how many regressions beyond the tolerance.
+    /// A summary line: how many regressions beyond the tolerance, and the latency floor when there is one.
     public var summary: String {
         let count = regressions.count
         let tolerance = MetricFormat.decimal(tolerancePercent, places: 3)
-        if count == 0 { return "No regression beyond the \(tolerance) % tolerance." }
-        return "\(count) regression\(count == 1 ? "" : "s") beyond the \(tolerance) % tolerance: "
+        let floor = latencyFloorMilliseconds > 0
+            ? " (latency changes within \(MetricFormat.decimal(latencyFloorMilliseconds, places: 3)) ms are not counted)"
+            : ""
+        if count == 0 { return "No regression beyond the \(tolerance) % tolerance\(floor)." }
+        return "\(count) regression\(count == 1 ? "" : "s") beyond the \(tolerance) % tolerance\(floor): "
             + regressions.map(\.metric).joined(separator: ", ")
     }
 
@@ -231,13 +253,14 @@ public struct ReportComparison: Sendable {
         return text
     }
 
-    /// JSON (`schema: "fleetbench.compare/1"`); an infinite change is written as null with `"from_zero": true`.
+    /// JSON (`schema: "fleetbench.compare/1"`, with `latency_floor_ms`); an infinite change is written as null with `"from_zero": true`.
     public func jsonValue() -> JSONValue {
         .object([
             JSONMember("schema", .string("fleetbench.compare/1")),
             JSONMember("baseline", .string(baselineName)),
             JSONMember("candidate", .string(candidateName)),
             JSONMember("tolerance_percent", .real(tolerancePercent)),
+            JSONMember("latency_floor_ms", .real(latencyFloorMilliseconds)),
             JSONMember("has_regression", .bool(hasRegression)),
             JSONMember("rows", .array(rows.map { row in
                 var members = [

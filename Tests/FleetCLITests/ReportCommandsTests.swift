@@ -37,20 +37,50 @@ struct ReportCommandsTests {
         let result = Self.run(["compare", baseline, candidate + "/report.json"])
         #expect(result.code == .success)
         #expect(result.output.contains("\nlatency.end_to_end.p99 "))
-        #expect(result.output.hasSuffix("\nNo regression beyond the 10 % tolerance.\n"))
+        #expect(result.output.hasSuffix(
+            "\nNo regression beyond the 10 % tolerance (latency changes within 1 ms are not counted).\n"))
         #expect(result.error == "")
     }
 
     @Test("compare: a regression beyond the tolerance exits 99; a wider tolerance lets it pass")
     func compareRegression() throws {
-        let baseline = try Self.folder(Self.report(endToEndBase: 1000))
-        let candidate = try Self.folder(Self.report(endToEndBase: 1500))
+        // p99 10.098 ms -> 15.098 ms: +49.5 %, and 5 ms, beyond the default latency floor.
+        let baseline = try Self.folder(Self.report(endToEndBase: 10_000))
+        let candidate = try Self.folder(Self.report(endToEndBase: 15_000))
         let failing = Self.run(["compare", baseline, candidate])
         #expect(failing.code == .thresholdsFailed)
         #expect(failing.code.rawValue == 99)
         #expect(failing.output.contains("REGRESSION"))
         #expect(Self.run(["compare", baseline, candidate, "--tolerance", "60%"]).code == .success)
         #expect(Self.run(["compare", baseline, candidate, "--tolerance=60"]).code == .success)
+    }
+
+    @Test("compare --latency-floor: p99 1.0 ms -> 1.2 ms (+20 %) passes with the default 1 ms floor, fails without")
+    func compareLatencyFloor() throws {
+        // Latency 902...1001 µs against 1102...1201 µs: every statistic 0.2 ms (about +20 %) worse.
+        let baseline = try Self.folder(Self.report(endToEndBase: 902))
+        let candidate = try Self.folder(Self.report(endToEndBase: 1102))
+        let passing = Self.run(["compare", baseline, candidate])
+        #expect(passing.code == .success)
+        #expect(passing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2    +20 %  worse\n"))
+        #expect(passing.output.hasSuffix(
+            "\nNo regression beyond the 10 % tolerance (latency changes within 1 ms are not counted).\n"))
+        #expect(Self.run(["compare", baseline, candidate, "--latency-floor", "1ms"]).code == .success)
+        // Exactly at the floor is not a regression.
+        #expect(Self.run(["compare", baseline, candidate, "--latency-floor=200us"]).code == .success)
+
+        let failing = Self.run(["compare", baseline, candidate, "--latency-floor", "0"])
+        #expect(failing.code == .thresholdsFailed)
+        #expect(failing.code.rawValue == 99)
+        #expect(failing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2    +20 %  REGRESSION\n"))
+        #expect(failing.output.hasSuffix("\n6 regressions beyond the 10 % tolerance: latency.end_to_end.mean, "
+            + "latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.p999, "
+            + "latency.end_to_end.max\n"))
+        #expect(Self.run(["compare", baseline, candidate, "--latency-floor", "199us"]).code == .thresholdsFailed)
+
+        let json = Self.run(["compare", baseline, candidate, "--latency-floor", "500us", "--format", "json"])
+        #expect(json.code == .success)
+        #expect(json.output.contains("\n  \"latency_floor_ms\": 0.5,\n"))
     }
 
     @Test("compare: new losses are a regression whatever the tolerance")
@@ -81,6 +111,13 @@ struct ReportCommandsTests {
         (["compare", "a", "b", "--format", "xml"], .usage,
          "fleetbench compare: --format must be table, markdown or json (got 'xml')\n"),
         (["compare", "a", "b", "--tolerance"], .usage, "fleetbench compare: --tolerance needs a value\n"),
+        (["compare", "a", "b", "--latency-floor", "x"], .usage,
+         "fleetbench compare: --latency-floor needs 0 or a duration such as 1ms, got 'x'\n"),
+        (["compare", "a", "b", "--latency-floor=1"], .usage,
+         "fleetbench compare: --latency-floor needs 0 or a duration such as 1ms, got '1'\n"),
+        (["compare", "a", "b", "--latency-floor", "-1ms"], .usage,
+         "fleetbench compare: --latency-floor needs 0 or a duration such as 1ms, got '-1ms'\n"),
+        (["compare", "a", "b", "--latency-floor"], .usage, "fleetbench compare: --latency-floor needs a value\n"),
         (["compare", "a", "b", "--frob"], .usage, "fleetbench compare: unknown option '--frob' for compare\n"),
         (["compare", "/nonexistent/base.json", "b"], .invalidScenario, "fleetbench compare: /nonexistent/base.json:1:1: "),
     ])
@@ -129,5 +166,37 @@ struct ReportCommandsTests {
     func help() {
         #expect(Self.run(["help", "compare"]).output == CompareCommand.help + "\n")
         #expect(Self.run(["report", "--help"]).output == ReportCommand.help + "\n")
+    }
+
+    @Test("help of compare and run lists --latency-floor with its 1ms default")
+    func latencyFloorHelp() {
+        #expect(CompareCommand.help.contains("""
+              --latency-floor D   latency changes up to D are not regressions, whatever their percentage
+                                  (default 1ms, the engine's timing resolution; 0 disables)
+            """))
+        #expect(RunCommand.help.contains("""
+              --latency-floor D       latency changes up to D against the baseline are not regressions,
+                                      whatever their percentage (default 1ms; 0 disables)
+            """))
+    }
+
+    @Test("run --latency-floor: 0 or a duration, in milliseconds for the baseline gate", arguments: [
+        ([String](), 1.0), (["--latency-floor", "0"], 0.0), (["--latency-floor", "500us"], 0.5),
+        (["--latency-floor", "2ms"], 2.0), (["--latency-floor", "0ms"], 0.0),
+    ])
+    func runLatencyFloor(options: [String], milliseconds: Double) throws {
+        let command = try #require(try RunCommand.parse(["scenario.json", "--baseline", "base"] + options))
+        #expect(command.latencyFloorMilliseconds == milliseconds)
+        #expect(command.baseline == "base")
+    }
+
+    @Test("run --latency-floor: a bad value is a usage error (exit 2) before anything runs",
+          arguments: ["x", "1", "", "fast"])
+    func runLatencyFloorUsage(text: String) {
+        let result = Self.run(["run", "/nonexistent/scenario.json", "--latency-floor", text])
+        #expect(result.code == .usage)
+        #expect(result.code.rawValue == 2)
+        #expect(result.error.hasPrefix("fleetbench run: --latency-floor needs 0 or a duration such as 1ms, got '\(text)'\n"))
+        #expect(result.output == "")
     }
 }

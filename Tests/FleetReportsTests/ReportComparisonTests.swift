@@ -26,6 +26,53 @@ struct ReportComparisonTests {
         let row = ReportComparison.row("m", "ms", direction, baseline, candidate, tolerance: 10)
         #expect(row.verdict == verdict)
         #expect(row.changePercent == change)
+        // A floor of 0 is no floor: the same verdicts.
+        #expect(ReportComparison.row("m", "ms", direction, baseline, candidate, tolerance: 10, absoluteFloor: 0) == row)
+    }
+
+    @Test("verdict of a latency around an absolute floor, with a 10 % tolerance", arguments: [
+        // The motivating case: p99 0.9 ms -> 1.1 ms is +22 % but only 0.2 ms.
+        (0.9, 1.1, 1.0, Verdict.worse),
+        (0.9, 1.1, 0, .regression),
+        // Exactly at the floor, even at +200 %.
+        (0.5, 1.5, 1, .worse),
+        // At the floor up to binary rounding: 8.999 - 7.999 = 1.0000000000000009.
+        (7.999, 8.999, 1, .worse),
+        // Just above the floor: the percentage decides.
+        (0.5, 1.501, 1, .regression),
+        (20, 21.001, 1, .worse),
+        (20, 23, 1, .regression),
+        // A rise from zero within the floor is worse; beyond it, or without a floor, a regression.
+        (0, 0.5, 1, .worse),
+        (0, 0.5, 0, .regression),
+        (0, 1.5, 1, .regression),
+        // Improvements and no change are untouched.
+        (1.1, 0.9, 1, .better),
+        (2, 0, 1, .better),
+        (0.5, 0.5, 1, .same),
+        // A 500 µs floor.
+        (0.9, 1.4, 0.5, .worse),
+        (0.9, 1.401, 0.5, .regression),
+    ])
+    func floor(baseline: Double, candidate: Double, floor: Double, verdict: Verdict) {
+        let row = ReportComparison.row("latency.end_to_end.p99", "ms", .lowerIsBetter, baseline, candidate,
+                                       tolerance: 10, absoluteFloor: floor)
+        #expect(row.verdict == verdict)
+        // The change stays the plain percentage; the floor only changes the verdict.
+        let plain = ReportComparison.row("m", "ms", .lowerIsBetter, baseline, candidate, tolerance: 10)
+        #expect(row.changePercent == plain.changePercent)
+    }
+
+    @Test("a rise from 0 ms to 0.5 ms: +∞ % either way, worse with a 1 ms floor, a regression without")
+    func floorFromZero() {
+        let floored = ReportComparison.row("latency.puback.p50", "ms", .lowerIsBetter, 0, 0.5, tolerance: 10,
+                                           absoluteFloor: 1)
+        #expect(floored.verdict == .worse)
+        #expect(floored.changePercent == .infinity)
+        let unfloored = ReportComparison.row("latency.puback.p50", "ms", .lowerIsBetter, 0, 0.5, tolerance: 10,
+                                             absoluteFloor: 0)
+        #expect(unfloored.verdict == .regression)
+        #expect(unfloored.changePercent == .infinity)
     }
 
     @Test("a metric only one report has is not comparable, and not a regression")
@@ -82,9 +129,10 @@ struct ReportComparisonTests {
         return candidate
     }
 
-    @Test("a worse candidate: latency and loss regress, a small rate drop is only worse")
+    @Test("a worse candidate without a latency floor: latency and loss regress, a small rate drop is only worse")
     func regressions() throws {
-        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 10)
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 10,
+                                          latencyFloorMilliseconds: 0)
         func row(_ metric: String) throws -> ReportComparison.Row {
             try #require(comparison.rows.first { $0.metric == metric })
         }
@@ -103,20 +151,63 @@ struct ReportComparisonTests {
             "latency.end_to_end.p999", "latency.end_to_end.max", "delivery.qos2.lost", "delivery.qos2.loss_ratio",
         ])
         // Read the other way round, the same changes are improvements.
-        let reversed = ReportComparison(baseline: Self.worseCandidate(), candidate: SampleReports.make(), tolerance: 10)
+        let reversed = ReportComparison(baseline: Self.worseCandidate(), candidate: SampleReports.make(), tolerance: 10,
+                                        latencyFloorMilliseconds: 0)
         #expect(!reversed.hasRegression)
         #expect(reversed.rows.first { $0.metric == "latency.end_to_end.p99" }?.verdict == .better)
     }
 
     @Test("a tolerance of 150 % lets the doubled latency through, but never a rise from zero")
     func wideTolerance() {
-        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 150)
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 150,
+                                          latencyFloorMilliseconds: 0)
         #expect(comparison.regressions.map(\.metric) == ["delivery.qos2.lost", "delivery.qos2.loss_ratio"])
+    }
+
+    @Test("the default 1 ms latency floor: the sub-millisecond doubling is only worse; new losses still regress")
+    func defaultFloor() throws {
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate())
+        #expect(comparison.latencyFloorMilliseconds == 1)
+        #expect(comparison.regressions.map(\.metric) == ["delivery.qos2.lost", "delivery.qos2.loss_ratio"])
+        let endToEnd = comparison.rows.filter { $0.metric.hasPrefix("latency.end_to_end.") }
+        #expect(endToEnd.map(\.verdict) == Array(repeating: .worse, count: 6))
+        // max 1 ms -> 2 ms: exactly at the floor.
+        let max = try #require(endToEnd.last)
+        #expect(max.metric == "latency.end_to_end.max")
+        #expect(max.baseline == 1)
+        #expect(max.candidate == 2)
+        #expect(max.changePercent == 100)
+        #expect(comparison.summary == "2 regressions beyond the 10 % tolerance (latency changes within 1 ms are not "
+            + "counted): delivery.qos2.lost, delivery.qos2.loss_ratio")
+        let identical = ReportComparison(baseline: SampleReports.make(), candidate: SampleReports.make())
+        #expect(identical.summary == "No regression beyond the 10 % tolerance (latency changes within 1 ms are not counted).")
+    }
+
+    @Test("a 500 µs latency floor: changes of 0.5 ms stay worse, larger ones regress; counts ignore any floor")
+    func halfMillisecondFloor() throws {
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(),
+                                          latencyFloorMilliseconds: 0.5)
+        #expect(comparison.regressions.map(\.metric) == [
+            "latency.end_to_end.p90", "latency.end_to_end.p99", "latency.end_to_end.p999", "latency.end_to_end.max",
+            "delivery.qos2.lost", "delivery.qos2.loss_ratio",
+        ])
+        #expect(comparison.rows.first { $0.metric == "latency.end_to_end.p50" }?.verdict == .worse)
+        #expect(comparison.rows.first { $0.metric == "latency.end_to_end.mean" }?.verdict == .worse)
+        #expect(comparison.summary.hasPrefix("6 regressions beyond the 10 % tolerance (latency changes within 0.5 ms "
+            + "are not counted): "))
+        // A floor far above every change: latency never regresses, a rise from zero in a count still does.
+        let huge = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(),
+                                    latencyFloorMilliseconds: 1000)
+        #expect(huge.regressions.map(\.metric) == ["delivery.qos2.lost", "delivery.qos2.loss_ratio"])
+        #expect(huge.rows.first { $0.metric == "rates.published" }?.verdict == .worse)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(comparison.json().utf8)) as? [String: Any])
+        #expect(json["latency_floor_ms"] as? Double == 0.5)
     }
 
     @Test("renderings: table, Markdown and JSON carry the same rows")
     func renderings() throws {
-        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 10)
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 10,
+                                          latencyFloorMilliseconds: 0)
         let table = comparison.table()
         #expect(table.contains("\nlatency.end_to_end.p99     ms               0.99       1.98   +100 %  REGRESSION\n"))
         #expect(table.hasSuffix("\n8 regressions beyond the 10 % tolerance: latency.end_to_end.mean, latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.p999, latency.end_to_end.max, delivery.qos2.lost, delivery.qos2.loss_ratio\n"))
@@ -128,6 +219,9 @@ struct ReportComparisonTests {
         #expect(json["schema"] as? String == "fleetbench.compare/1")
         #expect(json["has_regression"] as? Bool == true)
         #expect(json["tolerance_percent"] as? Int == 10)
+        #expect(json["latency_floor_ms"] as? Int == 0)
+        let floored = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate())
+        #expect(floored.json().contains("\"tolerance_percent\": 10,\n  \"latency_floor_ms\": 1,\n"))
         let rows = try #require(json["rows"] as? [[String: Any]])
         #expect(rows.count == comparison.rows.count)
         let lost = try #require(rows.first { $0["metric"] as? String == "delivery.qos2.lost" })
