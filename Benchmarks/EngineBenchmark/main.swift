@@ -120,6 +120,8 @@ func scaled(_ count: Int) -> Int { max(1, Int(Double(count) * scale)) }
 let benchLanes = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_LANES"] ?? "") ?? 0
 /// ENGINE_BENCH_COALESCING_US=N: `EngineConfiguration.receiveCoalescing` in µs (default: the engine's).
 let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCING_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
+/// ENGINE_BENCH_TICK_US=N: `EngineConfiguration.tickNanoseconds` in µs (default: the engine's).
+let benchTick = ProcessInfo.processInfo.environment["ENGINE_BENCH_TICK_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 
 var brokerConfiguration = MosquittoConfiguration()
 brokerConfiguration.maxQueuedMessages = 0      // unlimited: mosquitto's default 1000 would drop silently
@@ -142,6 +144,7 @@ func idle(clients: Int) {
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
     configuration.lanes = benchLanes
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
+    if let benchTick { configuration.tickNanoseconds = benchTick }
     let engine: Engine
     do { engine = try Engine(configuration: configuration) } catch {
         print(json(["workload": "idle", "error": "\(error)"])); return
@@ -212,6 +215,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
                                             readyTimeout: 10_000_000_000, drainTimeout: 10_000_000_000)
     configuration.lanes = benchLanes
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
+    if let benchTick { configuration.tickNanoseconds = benchTick }
     guard let engine = try? Engine(configuration: configuration) else { return nil }
     let cpuBefore = cpuMicroseconds()
     let brokerCPUBefore = processCPUMicroseconds(brokerPid)
@@ -347,6 +351,7 @@ func fleet(clients: Int, seconds: Int) {
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
     configuration.lanes = benchLanes
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
+    if let benchTick { configuration.tickNanoseconds = benchTick }
     guard let engine = try? Engine(configuration: configuration) else {
         print(json(["workload": "fleet", "error": "engine did not start"])); return
     }

@@ -60,13 +60,30 @@ public final class Engine: @unchecked Sendable {
         return max(1, brokerIsLocal ? cores - 1 : cores)
     }
 
+    /// 100 µs while the lane's scheduled publishes come at 2,000 a second or fewer, else 1 ms. A lane runs a turn
+    /// when a tick has something due, so with few events a finer tick costs nothing and cuts the schedule lag it
+    /// adds to every message: vehicle-telemetry at 0.2 scale (200 cars, 1 msg/s each), schedule lag p50 0.54 →
+    /// 0.09 ms and end-to-end p50 0.59 → 0.12 ms at the same CPU. With many events it multiplies turns: 15,000
+    /// clients at 1 msg/s used 26 % of a core instead of 16 %.
+    public static func defaultTickNanoseconds(configuration: EngineConfiguration, laneCount: Int) -> UInt64 {
+        var perSecond = 0.0
+        for fleet in configuration.fleets {
+            for stream in fleet.streams { perSecond += Double(fleet.count) * stream.plan.messagesPerSecond }
+        }
+        return perSecond / Double(max(laneCount, 1)) <= 2_000 ? 100_000 : 1_000_000
+    }
+
     public init(configuration: EngineConfiguration) throws {
         precondition(!configuration.brokers.isEmpty || configuration.fleets.allSatisfy({ !$0.endpoints.isEmpty }),
                      "the engine needs at least one broker address")
-        self.configuration = configuration
+        var configuration = configuration
         let laneCount = configuration.lanes > 0
             ? configuration.lanes
             : Self.defaultLaneCount(cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), configuration: configuration)
+        if configuration.tickNanoseconds == 0 {
+            configuration.tickNanoseconds = Self.defaultTickNanoseconds(configuration: configuration, laneCount: laneCount)
+        }
+        self.configuration = configuration
         var fleets: [FleetRuntime] = []
         var firstStream = 0
         for (index, fleet) in configuration.fleets.enumerated() {

@@ -201,7 +201,8 @@ public struct EngineConfiguration: Sendable {
     /// (`Engine.defaultLaneCount`).
     public var lanes: Int
     public var seed: UInt64
-    /// Timing wheel resolution. 1 ms keeps schedule lag well under the 2 ms p99 target.
+    /// Timing wheel resolution; 0: chosen by the engine (`Engine.defaultTickNanoseconds`). Messages leave at
+    /// the tick after their intended time, so the tick is most of the schedule lag of a lightly loaded lane.
     public var tickNanoseconds: UInt64
     /// Publishing starts once every client is connected and subscribed, or after this long.
     public var readyTimeout: UInt64
@@ -227,7 +228,7 @@ public struct EngineConfiguration: Sendable {
     public var receiveCoalescing: UInt64 = 1_000_000
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
-                lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 1_000_000,
+                lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 0,
                 readyTimeout: UInt64 = 30_000_000_000, drainTimeout: UInt64 = 5_000_000_000) {
         self.fleets = fleets
         self.brokers = brokers

@@ -114,8 +114,8 @@ final class Lane: @unchecked Sendable {
         self.now = start
     }
 
-    /// Connects one lane may start back to back: 10 ms worth at its rate, at least 2. Timers fire on 1 ms ticks
-    /// and a paced connect is retried at the next tick after its slot, so each start comes up to a tick late;
+    /// Connects one lane may start back to back: 10 ms worth at its rate, at least 2. Timers fire on ticks (up to
+    /// 1 ms) and a paced connect is retried at the next tick after its slot, so each start comes up to a tick late;
     /// with no tolerance every late start pushed all later ones (a 1,000/s ramp ran at about 600/s, and at
     /// 490/s once every client was due). The long-run rate stays the configured one.
     static func connectBurst(ratePerSecond: Double?) -> Int {

@@ -16,6 +16,16 @@ public enum PublishPlan: Sendable, Equatable {
     /// One message when the connection is established.
     case onConnect
 
+    /// Messages a second one client sends by this plan, on average (an on-connect message counts as none).
+    public var messagesPerSecond: Double {
+        switch self {
+        case .interval(let period, _): return period == 0 ? 0 : 1e9 / Double(period)
+        case .rate(let perSecond), .poisson(let perSecond): return perSecond
+        case .bursts(let count, let every): return every == 0 ? 0 : Double(count) * 1e9 / Double(every)
+        case .onConnect: return 0
+        }
+    }
+
     /// A description of what is wrong with the parameters, or nil.
     public var validationError: String? {
         switch self {

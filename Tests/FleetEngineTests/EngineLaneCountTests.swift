@@ -29,3 +29,42 @@ struct EngineLaneCountTests {
         #expect(Engine.defaultLaneCount(cores: cores, configuration: configuration) == lanes)
     }
 }
+
+@Suite("Engine: default timing wheel tick")
+struct EngineTickTests {
+    static func configuration(clients: Int, plan: PublishPlan, tick: UInt64 = 0) throws -> EngineConfiguration {
+        let stream = EngineStream(topic: { index, _ in "t/\(index)" }, qos: .atMostOnce, plan: plan, payloadSize: 8)
+        let fleet = EngineFleet(name: "f", count: clients, clientID: { "c\($0)" },
+                                session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60), streams: [stream])
+        return EngineConfiguration(fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: 1883)],
+                                   tickNanoseconds: tick)
+    }
+
+    @Test(
+        "100 µs while a lane's clients publish 2,000 messages a second or fewer together, else 1 ms",
+        arguments: [
+            (2_000, PublishPlan.interval(period: 1_000_000_000), 1, UInt64(100_000)),   // exactly 2,000/s
+            (2_001, .interval(period: 1_000_000_000), 1, 1_000_000),
+            (4_000, .interval(period: 1_000_000_000), 2, 100_000),                     // 2,000/s per lane
+            (15_000, .interval(period: 1_000_000_000, jitter: 1_000_000_000), 1, 1_000_000),
+            (10, .rate(perSecond: 1e9), 1, 1_000_000),                                 // as fast as it goes
+            (100, .poisson(perSecond: 20), 1, 100_000),
+            (100, .poisson(perSecond: 21), 1, 1_000_000),
+            (50, .bursts(count: 40, every: 1_000_000_000), 1, 100_000),               // 2,000/s in bursts
+            (100_000, .onConnect, 1, 100_000),
+        ] as [(Int, PublishPlan, Int, UInt64)])
+    func tick(clients: Int, plan: PublishPlan, lanes: Int, tick: UInt64) throws {
+        let configuration = try Self.configuration(clients: clients, plan: plan)
+        #expect(Engine.defaultTickNanoseconds(configuration: configuration, laneCount: lanes) == tick)
+    }
+
+    @Test("a tick given in the configuration is kept; 0 is replaced by the default")
+    func given() throws {
+        var given = try Self.configuration(clients: 10, plan: .interval(period: 1_000_000_000), tick: 250_000)
+        given.lanes = 1
+        #expect(try Engine(configuration: given).configuration.tickNanoseconds == 250_000)
+        var automatic = try Self.configuration(clients: 10, plan: .interval(period: 1_000_000_000))
+        automatic.lanes = 1
+        #expect(try Engine(configuration: automatic).configuration.tickNanoseconds == 100_000)
+    }
+}
