@@ -73,15 +73,20 @@ struct EngineSharedSubscriptionTests {
         #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == total)
     }
 
+    /// One client subscribed to every publisher's topic without a group.
+    static func plainSubscriber(version: MQTTProtocolVersion) -> EngineFleet {
+        EngineFleet(
+            name: "plain", count: 1, clientID: { "plain-\($0)" },
+            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30),
+            subscriptions: { _, _ in [MQTTSubscription(filter: "bench/+/data", qos: .atLeastOnce)] })
+    }
+
     @Test("a plain subscriber next to the group keeps its own full accounting",
           arguments: [MQTTProtocolVersion.v3_1_1, .v5])
     func plainSubscriberBesideGroup(version: MQTTProtocolVersion) throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let plain = EngineFleet(
-            name: "plain", count: 1, clientID: { "plain-\($0)" },
-            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30),
-            subscriptions: { _, _ in [MQTTSubscription(filter: "bench/+/data", qos: .atLeastOnce)] })
+        let plain = Self.plainSubscriber(version: version)
         let result = try Self.run([Self.members("workers", count: 3, group: "g", version: version), plain,
                                    Self.publishers(version: version)], port: broker.port)
         let total = 2 * Self.messagesPerPublisher
@@ -126,10 +131,7 @@ struct EngineSharedSubscriptionTests {
     func memberCutMidStream(version: MQTTProtocolVersion) throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let plain = EngineFleet(
-            name: "plain", count: 1, clientID: { "plain-\($0)" },
-            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30),
-            subscriptions: { _, _ in [MQTTSubscription(filter: "bench/+/data", qos: .atLeastOnce)] })
+        let plain = Self.plainSubscriber(version: version)
         let cut = SharedCount()
         // 300 messages at 500/s per publisher: publishing lasts 0.6 s, the cut comes about 0.2 s in. The cut
         // member's reconnect policy is `.none`, so it stays down and the other two carry the rest. Whether the
