@@ -102,15 +102,16 @@ struct ReferenceWriter {
         }
         let total = publishers * messagesPerPublisher
         let expectedBytes = total * packetSize
-        let delivered = UnsafeMutablePointer<Int>.allocate(capacity: 2)
-        delivered.initialize(repeating: 0, count: 2)
-        defer { delivered.deallocate() }
+        // Written by the reading thread before it leaves `group`: [0] messages delivered, [1] its CPU in µs.
+        let readerResults = UnsafeMutablePointer<Int>.allocate(capacity: 2)
+        readerResults.initialize(repeating: 0, count: 2)
+        defer { readerResults.deallocate() }
         let group = DispatchGroup()
         let start = DispatchTime.now().uptimeNanoseconds
         if let subscriber {
             let subscriberBox = subscriber
             let size = packetSize
-            let target = UnsafeMutableSendablePointer(delivered)
+            let target = UnsafeMutableSendablePointer(readerResults)
             group.enter()
             Thread.detachNewThread {
                 defer { group.leave() }
@@ -122,7 +123,7 @@ struct ReferenceWriter {
                     if n <= 0 { break }  // timeout (30 s) or close: the count says what arrived
                     received += n
                 }
-                target.pointer.pointee = received / size
+                target.pointer[0] = received / size
                 var cpu = timespec()
                 clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)
                 target.pointer[1] = cpu.tv_sec * 1_000_000 + cpu.tv_nsec / 1000
@@ -150,8 +151,8 @@ struct ReferenceWriter {
         for fd in sockets { close(fd) }
         if let subscriber { close(subscriber) }
         return Result(seconds: Double(end - start) / 1e9, messages: total,
-                      delivered: withSubscriber ? delivered.pointee : 0,
-                      readerCPUMicroseconds: Double(delivered[1]))
+                      delivered: withSubscriber ? readerResults[0] : 0,
+                      readerCPUMicroseconds: Double(readerResults[1]))
     }
 }
 

@@ -123,6 +123,13 @@ let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCI
 /// ENGINE_BENCH_TICK_US=N: `EngineConfiguration.tickNanoseconds` in µs (default: the engine's).
 let benchTick = ProcessInfo.processInfo.environment["ENGINE_BENCH_TICK_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 
+/// The ENGINE_BENCH_* engine knobs above, on every workload's configuration.
+func applyKnobs(_ configuration: inout EngineConfiguration) {
+    configuration.lanes = benchLanes
+    if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
+    if let benchTick { configuration.tickNanoseconds = benchTick }
+}
+
 var brokerConfiguration = MosquittoConfiguration()
 brokerConfiguration.maxQueuedMessages = 0      // unlimited: mosquitto's default 1000 would drop silently
 brokerConfiguration.maxInflightMessages = 64   // above the largest window benchmarked (32)
@@ -142,9 +149,7 @@ func idle(clients: Int) {
     let rssBefore = residentKiB()
     var configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
-    configuration.lanes = benchLanes
-    if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
-    if let benchTick { configuration.tickNanoseconds = benchTick }
+    applyKnobs(&configuration)
     let engine: Engine
     do { engine = try Engine(configuration: configuration) } catch {
         print(json(["workload": "idle", "error": "\(error)"])); return
@@ -213,9 +218,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     }
     var configuration = EngineConfiguration(fleets: fleets, brokers: [brokerAddress],
                                             readyTimeout: 10_000_000_000, drainTimeout: 10_000_000_000)
-    configuration.lanes = benchLanes
-    if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
-    if let benchTick { configuration.tickNanoseconds = benchTick }
+    applyKnobs(&configuration)
     guard let engine = try? Engine(configuration: configuration) else { return nil }
     let cpuBefore = cpuMicroseconds()
     let brokerCPUBefore = processCPUMicroseconds(brokerPid)
@@ -349,9 +352,7 @@ func fleet(clients: Int, seconds: Int) {
                             streams: [stream], maxConnectsInFlight: 256)
     var configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
-    configuration.lanes = benchLanes
-    if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
-    if let benchTick { configuration.tickNanoseconds = benchTick }
+    applyKnobs(&configuration)
     guard let engine = try? Engine(configuration: configuration) else {
         print(json(["workload": "fleet", "error": "engine did not start"])); return
     }

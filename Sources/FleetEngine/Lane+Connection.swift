@@ -118,14 +118,12 @@ extension Lane {
         let fleet = clients[client].fleet
         gauges.total.increment()
         gauges.fleets[fleet].increment()
-        connected += 1
         metrics.fleets[fleet].connected += 1
     }
 
     func markDisconnected(_ client: Int) {
         gauges.total.decrement()
         gauges.fleets[clients[client].fleet].decrement()
-        connected -= 1
         metrics.fleets[clients[client].fleet].connected -= 1
     }
 

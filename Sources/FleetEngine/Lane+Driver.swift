@@ -44,7 +44,7 @@ extension Lane {
         guard messages >= 2 else { return false }
         let arrived = UInt64(messages).multipliedFullWidth(by: 1_000_000_000)
         let needed = heavyInboundRate.multipliedFullWidth(by: sinceLastTurn)
-        return arrived.high != needed.high ? arrived.high > needed.high : arrived.low >= needed.low
+        return arrived >= needed  // (high, low) tuples compare as 128-bit numbers
     }
 
     /// Starts the driver thread: wait until the epoll set is ready, run a turn, again, until stopped.
@@ -91,7 +91,7 @@ extension Lane {
                     self.metrics.coalescingPauses &+= 1
                     return self.now
                 }
-                if coalescing > 0, let start = busyTurnStart { pauseUntil = start &+ coalescing }
+                if let start = busyTurnStart { pauseUntil = start &+ coalescing }
             }
         }
     }

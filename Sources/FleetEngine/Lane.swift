@@ -50,7 +50,6 @@ final class Lane: @unchecked Sendable {
     let wallClockOffset: UInt64
     /// Clients with bytes to flush at the end of the turn.
     var dirty: [Int32] = []
-    var connected = 0
     /// Connected clients across every lane (exact run-wide peaks), shared by the engine's lanes.
     let gauges: ConnectedGauges
     var now: UInt64 = 0
