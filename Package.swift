@@ -22,6 +22,8 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
         // epoll, eventfd and timerfd are not exported by Glibc's Swift overlay; part of libc (no package).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        // A minimal io_uring for batching a lane's writes into one system call (no liburing package needed).
+        .target(name: "CSendRing", path: "Sources/CSendRing"),
         // Counts malloc calls so benchmarks can print allocations per operation.
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
@@ -32,7 +34,7 @@ let package = Package(
 
         // MARK: Layers with I/O or C libraries
         .target(name: "FleetJSON", dependencies: ["CJansson"]),
-        .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL"]),
+        .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CSendRing"]),
         .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec"]),
         .target(
             name: "FleetEngine",

@@ -122,12 +122,15 @@ let benchLanes = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_LANES"] ?
 let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCING_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_TICK_US=N: `EngineConfiguration.tickNanoseconds` in µs (default: the engine's).
 let benchTick = ProcessInfo.processInfo.environment["ENGINE_BENCH_TICK_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
+/// ENGINE_BENCH_BATCHED_SENDS=0: one send(2) per connection instead of one io_uring submission per turn.
+let benchBatchedSends = ProcessInfo.processInfo.environment["ENGINE_BENCH_BATCHED_SENDS"].map { $0 != "0" }
 
 /// The ENGINE_BENCH_* engine knobs above, on every workload's configuration.
 func applyKnobs(_ configuration: inout EngineConfiguration) {
     configuration.lanes = benchLanes
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
     if let benchTick { configuration.tickNanoseconds = benchTick }
+    if let benchBatchedSends { configuration.batchedSends = benchBatchedSends }
 }
 
 var brokerConfiguration = MosquittoConfiguration()

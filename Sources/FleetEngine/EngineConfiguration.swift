@@ -226,6 +226,9 @@ public struct EngineConfiguration: Sendable {
     /// be up to this late, and timers may fire up to this late (it shows as schedule lag). Reports state it
     /// (`generator.receive_coalescing_us`). Lighter traffic is read at once. `.thread` driver only.
     public var receiveCoalescing: UInt64 = 1_000_000
+    /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
+    /// kernel allows it; otherwise, or when false, one send(2) per connection. `Engine.sendPath` tells which.
+    public var batchedSends = true
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
                 lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 0,

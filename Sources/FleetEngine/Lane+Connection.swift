@@ -272,11 +272,30 @@ extension Lane {
     }
 
     func flush(_ client: Int) {
-        clients[client].isDirty = false
-        guard let socket = clients[client].socket else { return }
-        if let transport = clients[client].transport, !sealLayers(client, transport) { return }
+        guard let socket = beginFlush(client) else { return }
+        let result: OutboundBuffer.FlushResult
         do {
-            let result = try clients[client].outbound.flush(to: socket)
+            result = try clients[client].outbound.flush(to: socket)
+        } catch {
+            connectionLost(client, reason: .socketError(errno: error.errno))
+            return
+        }
+        finishFlush(client, socket: socket, result: result)
+    }
+
+    /// Clears the dirty mark and seals the transport layers: the socket to write the outbound bytes to, or nil
+    /// when the client has no connection (any more).
+    func beginFlush(_ client: Int) -> TCPSocket? {
+        clients[client].isDirty = false
+        guard let socket = clients[client].socket else { return nil }
+        if let transport = clients[client].transport, !sealLayers(client, transport) { return nil }
+        return socket
+    }
+
+    /// After a write: EPOLLOUT interest while bytes remain, publishing resumed once they are gone, an idle
+    /// client's buffers given back.
+    func finishFlush(_ client: Int, socket: TCPSocket, result: OutboundBuffer.FlushResult) {
+        do {
             let wantsWritable = result == .pending
             if wantsWritable != clients[client].wantsWritable {
                 clients[client].wantsWritable = wantsWritable
@@ -295,6 +314,50 @@ extension Lane {
                     transport.frames.releaseStorage()
                 }
             }
+        } catch {
+            connectionLost(client, reason: .socketError(errno: error.errno))
+        }
+    }
+
+    /// The end-of-turn flush through the lane's `SendRing`: every dirty client's bytes in one submission (more
+    /// only past the ring's capacity), then each completion handled as `flush` would handle its write.
+    func flushBatched(_ dirty: [Int32], ring: SendRing) {
+        for entry in dirty {
+            let client = Int(entry)
+            guard let socket = beginFlush(client) else { continue }
+            let pending = clients[client].outbound.readableBytes
+            if pending.isEmpty {
+                finishFlush(client, socket: socket, result: .complete)
+                continue
+            }
+            if ring.prepare(socket, pending, token: UInt64(client)) { continue }
+            submitSends(ring)  // full: send what is prepared, then this one
+            if !ring.prepare(socket, pending, token: UInt64(client)) { writeDirectly(client, socket: socket) }
+        }
+        submitSends(ring)
+    }
+
+    private func submitSends(_ ring: SendRing) {
+        guard ring.pendingCount > 0 else { return }
+        ring.submit { token, completion in
+            let client = Int(token)
+            guard let socket = clients[client].socket else { return }
+            switch completion {
+            case .sent(let count):
+                finishFlush(client, socket: socket, result: clients[client].outbound.markWritten(count))
+            case .wouldBlock:
+                finishFlush(client, socket: socket, result: .pending)
+            case .failed(let code):
+                connectionLost(client, reason: .socketError(errno: code))
+            case .notSubmitted:
+                writeDirectly(client, socket: socket)
+            }
+        }
+    }
+
+    private func writeDirectly(_ client: Int, socket: TCPSocket) {
+        do {
+            finishFlush(client, socket: socket, result: try clients[client].outbound.flush(to: socket))
         } catch {
             connectionLost(client, reason: .socketError(errno: error.errno))
         }

@@ -50,6 +50,8 @@ final class Lane: @unchecked Sendable {
     let wallClockOffset: UInt64
     /// Clients with bytes to flush at the end of the turn.
     var dirty: [Int32] = []
+    /// The end-of-turn writes in one system call (`EngineConfiguration.batchedSends`); nil: one send(2) each.
+    let sendRing: SendRing?
     /// Connected clients across every lane (exact run-wide peaks), shared by the engine's lanes.
     let gauges: ConnectedGauges
     var now: UInt64 = 0
@@ -104,6 +106,7 @@ final class Lane: @unchecked Sendable {
         guard timer >= 0 else { throw SystemError(call: "timerfd_create", errno: errno) }
         self.timer = timer
         try epoll.add(timer, events: .readable, token: Self.timerToken)
+        self.sendRing = configuration.batchedSends ? try? SendRing(capacity: 1024) : nil
         self.readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         self.tlsScratch = .allocate(byteCount: 16 * 1024, alignment: 16)
         var wall = timespec()
@@ -218,8 +221,11 @@ final class Lane: @unchecked Sendable {
     }
 
     private func flushDirty() {
-        for client in dirty {
-            flush(Int(client))
+        // One connection to write gains nothing from the ring: a plain send(2) is the cheaper call.
+        if dirty.count > 1, let sendRing, sendRing.isUsable {
+            flushBatched(dirty, ring: sendRing)
+        } else {
+            for client in dirty { flush(Int(client)) }
         }
         dirty.removeAll(keepingCapacity: true)
     }

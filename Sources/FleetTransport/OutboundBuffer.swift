@@ -93,6 +93,15 @@ public final class OutboundBuffer {
         }
     }
 
+    /// Records that the first `count` pending bytes were written by someone else (a `SendRing` completion).
+    public func markWritten(_ count: Int) -> FlushResult {
+        readIndex += max(0, min(count, self.count))
+        guard readIndex == writeIndex else { return .pending }
+        readIndex = 0
+        writeIndex = 0
+        return .complete
+    }
+
     /// Drops pending bytes (the connection is gone) and keeps the storage for reuse.
     public func removeAll() {
         readIndex = 0
