@@ -30,6 +30,8 @@ struct RunCommand {
           --receive-coalescing D  while a lane receives 64,000 messages/s or more, wait D between reads:
                                   far less CPU per message for fleetbench and the broker, receive times
                                   up to D late (default 1ms; 0 reads every message as it arrives)
+          --io-uring auto|off     write each lane turn's packets in one io_uring submission when the
+                                  kernel allows it (auto, the default), or one send(2) per connection
           --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
                                   (e.g. 127.0.0.1:9464; loopback unless you name another address)
           --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression
@@ -56,6 +58,8 @@ struct RunCommand {
     var lanes = 0
     /// `EngineConfiguration.receiveCoalescing` when given.
     var receiveCoalescing: UInt64?
+    /// --io-uring off: `EngineConfiguration.batchedSends` false.
+    var batchedSends = true
     var scale: Double?
     var metricsAddress: SocketAddress?
     var baseline: String?
@@ -101,6 +105,13 @@ struct RunCommand {
                     command.receiveCoalescing = UInt64(span.nanoseconds)
                 } else {
                     throw UsageError("--receive-coalescing needs 0 or a duration up to 100ms such as 250us, got '\(text)'")
+                }
+            case "--io-uring":
+                let text = try value(argument)
+                switch text {
+                case "auto": command.batchedSends = true
+                case "off": command.batchedSends = false
+                default: throw UsageError("--io-uring needs auto or off, got '\(text)'")
                 }
             case "--scale":
                 let text = try value(argument)
@@ -244,6 +255,7 @@ struct RunCommand {
                 scenario, brokers: runBrokers.filter { $0.transport == .tcp }.map(\.address), seed: seed, lanes: lanes,
                 endpoints: runBrokers, embeddedBroker: embedded != nil)
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
+            configuration.batchedSends = batchedSends
             engine = try Engine(configuration: configuration)
         } catch {
             console.error("fleetbench: \(error)")
@@ -339,7 +351,8 @@ struct RunCommand {
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
             abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
-            receiveCoalescingPauses: result.coalescingPauses)
+            receiveCoalescingPauses: result.coalescingPauses,
+            sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable)
         report.generator.saturationReasons = Self.saturation(
             result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
         report.generator.saturated = !report.generator.saturationReasons.isEmpty

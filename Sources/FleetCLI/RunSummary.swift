@@ -48,7 +48,8 @@ enum RunSummary {
             + (report.generator.receiveCoalescingPauses > 0
                 ? ", receive times up to \(report.generator.receiveCoalescingMicroseconds) µs late under heavy load "
                     + "(\(report.generator.receiveCoalescingPauses) pauses; --receive-coalescing 0 to read at once)"
-                : ""))
+                : "")
+            + (report.generator.ioUringUnavailable.map { ", writes by send(2): io_uring unavailable (\($0))" } ?? ""))
         if let directory { lines.append("  results       \(directory)") }
         return lines.joined(separator: "\n")
     }

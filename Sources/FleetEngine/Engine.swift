@@ -279,6 +279,9 @@ public final class Engine: @unchecked Sendable {
         for lane in lanes { laneMetrics.append(lane.queue.sync { lane.metrics }) }
         var fleetResults = fleets.map { _ in EngineFleetResult() }
         var published = Array(repeating: UInt64(0), count: streamTopics.count)
+        let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
+        result.sendPath = SendPath.combined(paths)
+        result.sendRingUnavailable = lanes.lazy.compactMap(\.sendRingError).first?.description
         for metrics in laneMetrics {
             result.coalescingPauses += metrics.coalescingPauses
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
@@ -433,6 +436,22 @@ struct ShareGroup {
 }
 
 /// The merged measurements of a run.
+/// How a run's writes reached the kernel (`EngineConfiguration.batchedSends`).
+public enum SendPath: String, Sendable, Equatable {
+    /// One io_uring submission per lane turn for every connection written to.
+    case ioUring = "io_uring"
+    /// One send(2) per connection per turn.
+    case send
+    /// Some lanes (or part of the run) each way.
+    case mixed = "io_uring+send"
+
+    static func combined(_ paths: [SendPath]) -> SendPath {
+        if paths.allSatisfy({ $0 == .ioUring }) && !paths.isEmpty { return .ioUring }
+        if paths.allSatisfy({ $0 == .send }) { return .send }
+        return .mixed
+    }
+}
+
 public struct EngineResult: Sendable {
     public var counters = ClientCounters()
     public var latency = LatencyRecorder()
@@ -446,6 +465,12 @@ public struct EngineResult: Sendable {
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
     /// 0 means every receive time was taken as soon as the bytes could be read.
     public var coalescingPauses: UInt64 = 0
+    /// How the lanes' writes went out: one io_uring submission per turn, one send(2) per connection, or both
+    /// (a lane's ring failed during the run and it fell back).
+    public var sendPath = SendPath.send
+    /// Why io_uring was not used although `EngineConfiguration.batchedSends` asked for it, e.g.
+    /// "io_uring_setup failed: Operation not permitted (errno 1)" (a container's seccomp profile).
+    public var sendRingUnavailable: String?
     /// Per fleet, by name: the same measurements restricted to that fleet's clients (delivery: what the fleet's
     /// subscribers received).
     public var fleets: [String: EngineFleetResult] = [:]

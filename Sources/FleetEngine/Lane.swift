@@ -52,6 +52,13 @@ final class Lane: @unchecked Sendable {
     var dirty: [Int32] = []
     /// The end-of-turn writes in one system call (`EngineConfiguration.batchedSends`); nil: one send(2) each.
     let sendRing: SendRing?
+    /// Why `sendRing` is nil although batched sends were asked for (no io_uring in this kernel, or forbidden).
+    let sendRingError: SystemError?
+    /// How this lane's writes went out (a ring that failed mid-run fell back to send(2)).
+    var sendPath: SendPath {
+        guard let sendRing else { return .send }
+        return sendRing.isUsable ? .ioUring : .mixed
+    }
     /// Connected clients across every lane (exact run-wide peaks), shared by the engine's lanes.
     let gauges: ConnectedGauges
     var now: UInt64 = 0
@@ -106,7 +113,18 @@ final class Lane: @unchecked Sendable {
         guard timer >= 0 else { throw SystemError(call: "timerfd_create", errno: errno) }
         self.timer = timer
         try epoll.add(timer, events: .readable, token: Self.timerToken)
-        self.sendRing = configuration.batchedSends ? try? SendRing(capacity: 1024) : nil
+        if configuration.batchedSends {
+            do {
+                self.sendRing = try SendRing(capacity: 1024)
+                self.sendRingError = nil
+            } catch {
+                self.sendRing = nil
+                self.sendRingError = error
+            }
+        } else {
+            self.sendRing = nil
+            self.sendRingError = nil
+        }
         self.readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         self.tlsScratch = .allocate(byteCount: 16 * 1024, alignment: 16)
         var wall = timespec()

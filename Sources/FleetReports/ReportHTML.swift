@@ -329,6 +329,18 @@ public enum ReportHTML {
         return html + "</tbody>\n</table>\n"
     }
 
+    /// The generator's write path in words (CPU per message differs by about a third between the two).
+    static func sendPathText(_ health: GeneratorHealth) -> String {
+        let unavailable = health.ioUringUnavailable.map { " (io_uring unavailable: \($0))" } ?? ""
+        switch health.sendPath {
+        case "io_uring": return "io_uring, one submission per lane turn"
+        case "send": return "send(2), one per connection and turn" + unavailable
+        case "io_uring+send": return "io_uring, and send(2) after a lane's ring failed" + unavailable
+        case "": return "–"
+        default: return health.sendPath
+        }
+    }
+
     static func generator(_ report: RunReport) -> String {
         let health = report.generator
         let lag = report.scheduleLagHistogram
@@ -352,6 +364,7 @@ public enum ReportHTML {
                 ? "off (every message read at once)"
                 : "\(health.receiveCoalescingMicroseconds) µs at 64,000 msg/s or more per lane; paused "
                     + MetricFormat.grouped(health.receiveCoalescingPauses) + " times"),
+            ("writes", Self.sendPathText(health)),
         ])
         html += keyValueTable("Skipped and stray work", [
             ("dropped schedule slots", MetricFormat.grouped(health.droppedSlots)),

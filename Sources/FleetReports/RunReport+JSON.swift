@@ -65,6 +65,8 @@ extension RunReport {
             JSONMember("lanes", .integer(Int64(generator.lanes))),
             JSONMember("receive_coalescing_us", .count(generator.receiveCoalescingMicroseconds)),
             JSONMember("receive_coalescing_pauses", .count(generator.receiveCoalescingPauses)),
+            JSONMember("send_path", .string(generator.sendPath)),
+            JSONMember("io_uring_unavailable", generator.ioUringUnavailable.map { .string($0) } ?? .null),
             JSONMember("dropped_slots", .count(generator.droppedSlots)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),

@@ -101,7 +101,9 @@ extension RunReport {
                 foreignMessages: try generator.count("foreign_messages"),
                 // Absent from reports written before it existed (they read every message at once).
                 receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0),
-                receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0)),
+                receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0),
+                sendPath: try generator.optionalString("send_path") ?? "",
+                ioUringUnavailable: try generator.optionalString("io_uring_unavailable")),
             timeline: try top.array("timeline").map { element throws(ReportError) in
                 try TimelinePoint(try element.asObject())
             },

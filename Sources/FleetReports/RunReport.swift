@@ -282,6 +282,11 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var receiveCoalescingMicroseconds: UInt64 = 0
     /// How many times a lane did pause so (0: no receive time was held back).
     public var receiveCoalescingPauses: UInt64 = 0
+    /// How writes reached the kernel: "io_uring" (one submission per lane turn), "send" (one send(2) per
+    /// connection) or "io_uring+send"; empty in reports written before it was recorded.
+    public var sendPath: String = ""
+    /// Why io_uring was not used although it was asked for (the kernel's error), nil otherwise.
+    public var ioUringUnavailable: String?
     /// Scheduled publishes skipped because the previous one had not gone out (engine `droppedSlots`).
     public var droppedSlots: UInt64 = 0
     /// QoS 1/2 publishes given up at the end of the run (engine `abandonedPublishes`).
@@ -292,8 +297,11 @@ public struct GeneratorHealth: Equatable, Sendable {
     public init(
         saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
-        receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0
+        receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0,
+        sendPath: String = "", ioUringUnavailable: String? = nil
     ) {
+        self.sendPath = sendPath
+        self.ioUringUnavailable = ioUringUnavailable
         self.receiveCoalescingMicroseconds = receiveCoalescingMicroseconds
         self.receiveCoalescingPauses = receiveCoalescingPauses
         self.saturated = saturated

@@ -147,4 +147,11 @@ struct RunEndToEndTests {
         #expect(outcome.error.hasPrefix(
             "fleetbench run: --receive-coalescing needs 0 or a duration up to 100ms such as 250us, got '\(text)'\n"))
     }
+
+    @Test("--io-uring takes auto or off", arguments: ["on", "", "OFF"])
+    func badIOUring(_ text: String) throws {
+        let outcome = try Self.run(["run", "scenarios/quickstart.json", "--io-uring", text])
+        #expect(outcome.status == 2)
+        #expect(outcome.error.hasPrefix("fleetbench run: --io-uring needs auto or off, got '\(text)'\n"))
+    }
 }

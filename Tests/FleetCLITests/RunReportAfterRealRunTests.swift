@@ -87,6 +87,13 @@ struct RunReportAfterRealRunTests {
         #expect(generator["receive_coalescing_us"] as? Int == 1000)
         // The quickstart's few messages a second never make a lane pause.
         #expect(generator["receive_coalescing_pauses"] as? Int == 0)
+        // io_uring where the kernel allows it; otherwise the report says send(2) and why.
+        if generator["io_uring_unavailable"] is NSNull {
+            #expect(generator["send_path"] as? String == "io_uring")
+        } else {
+            #expect(generator["send_path"] as? String == "send")
+            #expect((generator["io_uring_unavailable"] as? String)?.hasPrefix("io_uring_setup failed: ") == true)
+        }
         #expect(generator["saturated"] as? Bool == false)
 
         // The timeline's per-second counts add up to the totals.

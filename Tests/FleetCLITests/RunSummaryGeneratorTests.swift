@@ -18,4 +18,18 @@ struct RunSummaryGeneratorTests {
         #expect(Self.generatorLine(pauses: 4821) == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1, receive times "
             + "up to 1000 µs late under heavy load (4821 pauses; --receive-coalescing 0 to read at once)")
     }
+
+    @Test("names io_uring's absence and the kernel's reason only when it was asked for and unavailable")
+    func ioUringUnavailable() {
+        var report = ReportCommandsTests.report(endToEndBase: 1000)
+        report.generator = GeneratorHealth(cpuSeconds: 1.5, peakRSSBytes: 40 * 1_048_576, lanes: 1, sendPath: "send",
+                                           ioUringUnavailable: "io_uring_setup failed: Operation not permitted (errno 1)")
+        let line = RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init)
+            .first { $0.hasPrefix("  generator") }
+        #expect(line == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1, writes by send(2): io_uring unavailable "
+            + "(io_uring_setup failed: Operation not permitted (errno 1))")
+        // --io-uring off: send(2) by choice, nothing to explain.
+        report.generator.ioUringUnavailable = nil
+        #expect(RunSummary.render(report, directory: nil).hasSuffix("\n  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1"))
+    }
 }

@@ -136,7 +136,24 @@ struct ReportHTMLTests {
         #expect(html.contains("<th>puback (after 5 s)</th><td class=\"num bad\">1</td>"))
         #expect(html.contains("<th>schedule lag p99</th><td class=\"num\">0.02 ms</td>"))
         #expect(html.contains("<th>peak RSS</th><td class=\"num\">50 MiB</td>"))
+        #expect(html.contains("<th>writes</th><td class=\"num\">io_uring, one submission per lane turn</td>"))
         #expect(html.contains("<tr><td>end_to_end</td><td>intended</td><td class=\"num\">1,000</td><td class=\"num\">0.001</td><td class=\"num\">0.501</td><td class=\"num\">0.5</td><td class=\"num\">0.9</td><td class=\"num\">0.99</td><td class=\"num\">0.999</td><td class=\"num\">1</td></tr>"))
+    }
+
+    @Test("the write path in words, with the kernel's reason when io_uring was unavailable",
+          arguments: [
+              ("io_uring", nil, "io_uring, one submission per lane turn"),
+              ("send", nil, "send(2), one per connection and turn"),
+              ("send", "io_uring_setup failed: Operation not permitted (errno 1)",
+               "send(2), one per connection and turn (io_uring unavailable: io_uring_setup failed: Operation not permitted (errno 1))"),
+              ("io_uring+send", nil, "io_uring, and send(2) after a lane's ring failed"),
+              ("", nil, "–"),
+          ] as [(String, String?, String)])
+    func sendPath(_ path: String, _ unavailable: String?, _ expected: String) {
+        var health = GeneratorHealth()
+        health.sendPath = path
+        health.ioUringUnavailable = unavailable
+        #expect(ReportHTML.sendPathText(health) == expected)
     }
 
     @Test("percentile axis: 90 % is one decade, 99.9 % three; labels follow", arguments: [

@@ -166,6 +166,8 @@ struct RunReportJSONTests {
         #expect(generator["foreign_messages"] as? Int == 0)
         #expect(generator["receive_coalescing_us"] as? Int == 250)
         #expect(generator["receive_coalescing_pauses"] as? Int == 12)
+        #expect(generator["send_path"] as? String == "io_uring")
+        #expect(generator["io_uring_unavailable"] is NSNull)
     }
 
     @Test("no schedule lag samples: schedule_lag_ms is null")

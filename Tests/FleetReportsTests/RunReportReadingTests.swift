@@ -12,6 +12,24 @@ struct RunReportReadingTests {
         #expect(try reread.jsonText() == original)
     }
 
+    @Test("the write path and why io_uring was unavailable survive the trip; older reports read as unknown")
+    func sendPath() throws {
+        var sample = SampleReports.make()
+        sample.generator.sendPath = "send"
+        sample.generator.ioUringUnavailable = "io_uring_setup failed: Operation not permitted (errno 1)"
+        let reread = try RunReport.parse(text: try sample.jsonText())
+        #expect(reread.generator.sendPath == "send")
+        #expect(reread.generator.ioUringUnavailable == "io_uring_setup failed: Operation not permitted (errno 1)")
+
+        let older = try sample.jsonText()
+            .replacingOccurrences(of: "\"send_path\": \"send\",", with: "")
+            .replacingOccurrences(of: "\"io_uring_unavailable\": \"io_uring_setup failed: Operation not permitted (errno 1)\",", with: "")
+        #expect(!older.contains("send_path") && !older.contains("io_uring_unavailable"))
+        let fromOlder = try RunReport.parse(text: older)
+        #expect(fromOlder.generator.sendPath == "")
+        #expect(fromOlder.generator.ioUringUnavailable == nil)
+    }
+
     @Test("histograms come back exactly from their hdr payloads, both origins")
     func histogramsRestored() throws {
         let reread = try RunReport.parse(text: try SampleReports.make().jsonText())
