@@ -13,7 +13,8 @@ import MQTTSession
 /// next deadline (ARCHITECTURE.md: ~100-160 B per client instead of ~750 B for a source per socket). By default
 /// a thread per lane blocks in epoll_wait and runs each turn on the queue with the events it got (`LaneDriver`);
 /// while the lane receives heavily it pauses between turns (`EngineConfiguration.receiveCoalescing`).
-/// A turn: read the clock once, handle the ready events, fire due timers, flush every connection written to.
+/// A turn: read the clock once, handle the ready events, fire due timers, flush every connection written to (in
+/// one io_uring submission when the kernel allows it: see `SendRing`).
 final class Lane: @unchecked Sendable {
     let index: Int
     let queue: DispatchQueue
