@@ -58,4 +58,31 @@ struct EngineTests {
         #expect(result.latency.histogram(.subscribe, from: .sent).totalCount == 2)
         #expect(result.counters.ackTimeouts.total == 0)
     }
+
+    /// The end-of-turn writes go out through the lane's io_uring (`batchedSends`, when more than one connection
+    /// is dirty in a turn) or one send(2) per connection: the same exact counts either way. One lane holds all 5
+    /// clients, so publishers and acking subscribers are dirty in the same turns and the ring carries batches.
+    @Test("both write paths, io_uring batches and send(2), deliver every message exactly once",
+          arguments: [true, false], [MQTTQoS.atMostOnce, .atLeastOnce, .exactlyOnce])
+    func roundTripOnEitherWritePath(batchedSends: Bool, qos: MQTTQoS) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var configuration = EngineConfiguration(
+            fleets: Self.fleets(version: .v5, qos: qos, publishers: 3, messages: 200, subscribers: 2),
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
+            drainTimeout: 3_000_000_000)
+        configuration.batchedSends = batchedSends
+        let engine = try Engine(configuration: configuration)
+        // The ring exists only when asked for and the kernel allows it.
+        let rings = engine.lanes.map(\.sendRing)
+        #expect(rings.allSatisfy { ($0 != nil) == (batchedSends && Self.ioUringAvailable) })
+        let result = engine.run(duration: 1_000_000_000)
+        Self.expectExactRoundTrip(result, qos: qos)
+        #expect(result.counters.ackTimeouts.total == 0)
+        #expect(result.counters.disconnects == [.clientInitiated: 5])
+        // No submission failed: a failed one would have closed the ring and sent the rest with send(2).
+        #expect(rings.allSatisfy { $0?.isUsable ?? true })
+    }
+
+    static let ioUringAvailable = (try? SendRing(capacity: 2)) != nil
 }

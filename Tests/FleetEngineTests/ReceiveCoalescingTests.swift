@@ -31,9 +31,11 @@ struct ReceiveCoalescingTests {
 /// only "some" is asserted), and nothing is lost or counted twice whether it pauses or reads at once.
 @Suite("Engine: receive coalescing against mosquitto", .serialized)
 struct ReceiveCoalescingBrokerTests {
+    /// Also run on both write paths: 4 publishers writing as fast as they can are the heaviest batches the lane's
+    /// io_uring gets in the tests.
     @Test("a subscriber under 4 x 20,000 QoS 0 messages at full speed loses nothing, pausing or not",
-          arguments: [UInt64(1_000_000), 0])
-    func heavyStream(coalescing: UInt64) throws {
+          arguments: [UInt64(1_000_000), 0], [true, false])
+    func heavyStream(coalescing: UInt64, batchedSends: Bool) throws {
         var brokerConfiguration = MosquittoConfiguration()
         brokerConfiguration.maxQueuedMessages = 0  // unlimited: the default 1,000 drops what a slow reader lags by
         let broker = try MosquittoBroker(configuration: brokerConfiguration)
@@ -51,6 +53,7 @@ struct ReceiveCoalescingBrokerTests {
             fleets: [subscriber, publishers], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)],
             lanes: 1, drainTimeout: 5_000_000_000)
         configuration.receiveCoalescing = coalescing
+        configuration.batchedSends = batchedSends
         let result = try Engine(configuration: configuration).run(duration: 3_000_000_000)
         #expect(result.counters.published.qos0 == 80_000)
         #expect(result.counters.received.qos0 == 80_000)

@@ -100,6 +100,28 @@ struct OutboundBufferTests {
         #expect(Array(buffer.readableBytes) == Array(payload[sent...]) + extra)
     }
 
+    @Test("markWritten: bytes another writer sent leave from the front; pending until all are gone")
+    func marksWritten() {
+        let buffer = OutboundBuffer(initialCapacity: 16)
+        buffer.append(Array(0..<10))
+        #expect(buffer.markWritten(0) == .pending)  // a send that took nothing
+        #expect(Array(buffer.readableBytes) == Array(0..<10))
+        #expect(buffer.markWritten(4) == .pending)  // partial
+        #expect(buffer.count == 6)
+        #expect(Array(buffer.readableBytes) == Array(4..<10))
+        buffer.append([10, 11])  // appended after a partial send: still behind the unsent rest
+        #expect(Array(buffer.readableBytes) == Array(4..<12))
+        #expect(buffer.markWritten(8) == .complete)
+        #expect(buffer.isEmpty)
+        #expect(buffer.readableBytes.count == 0)
+        // A count past what is pending (never from a real send) empties the buffer and no more.
+        buffer.append([1, 2, 3])
+        #expect(buffer.markWritten(100) == .complete)
+        #expect(buffer.isEmpty)
+        buffer.append([7])
+        #expect(Array(buffer.readableBytes) == [7])
+    }
+
     @Test("releaseStorage frees an idle buffer and keeps a busy one")
     func releasesIdleStorage() {
         let buffer = OutboundBuffer(initialCapacity: 8)
