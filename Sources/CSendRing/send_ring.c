@@ -101,7 +101,8 @@ int fb_send_ring_prepare(fb_send_ring *ring, int fd, const void *bytes, unsigned
     entry->addr = (uint64_t)(uintptr_t)bytes;
     entry->len = length;
     // MSG_DONTWAIT makes the kernel complete a full socket with -EAGAIN (REQ_F_NOWAIT) instead of polling and
-    // sending later from a buffer the lane may have reused by then.
+    // sending later from a buffer the lane may have reused by then. io_uring adds MSG_NOSIGNAL itself; it is
+    // stated here because a SIGPIPE would end the whole run.
     entry->msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL;
     entry->user_data = token;
     ring->sq_array[index] = index;

@@ -227,7 +227,7 @@ public struct EngineConfiguration: Sendable {
     /// (`generator.receive_coalescing_us`). Lighter traffic is read at once. `.thread` driver only.
     public var receiveCoalescing: UInt64 = 1_000_000
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
-    /// kernel allows it; otherwise, or when false, one send(2) per connection. `Engine.sendPath` tells which.
+    /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
     public var batchedSends = true
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],

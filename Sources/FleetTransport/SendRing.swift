@@ -30,9 +30,9 @@ public final class SendRing {
     /// False after a failed submission: the ring is closed and every later `prepare` is refused.
     public private(set) var isUsable = true
 
-    /// Opens a ring with at least `capacity` slots (rounded up to a power of two by the kernel). Throws when the
-    /// kernel has no io_uring or forbids it (ENOSYS, EPERM: e.g. a container's seccomp profile,
-    /// kernel.io_uring_disabled): the caller then writes with send(2).
+    /// Opens a ring with at least `capacity` slots (rounded up to a power of two by the kernel; at most 32,768,
+    /// beyond which it throws EINVAL). Throws when the kernel has no io_uring or forbids it (ENOSYS, EPERM: e.g. a
+    /// container's seccomp profile, kernel.io_uring_disabled): the caller then writes with send(2).
     public init(capacity: Int = 1024) throws(SystemError) {
         let result = fb_send_ring_open(&ring, UInt32(clamping: max(1, capacity)))
         if result < 0 { throw SystemError(call: "io_uring_setup", errno: -result) }
