@@ -52,6 +52,12 @@ public final class SendRing {
         return fb_send_ring_prepare(&ring, socket.fileDescriptor, base, UInt32(clamping: bytes.count), token) == 0
     }
 
+    /// Tests only: the next `submit` fails as if the kernel refused the batch (io_uring_enter gets EBADF).
+    func simulateKernelRefusal() {
+        Glibc.close(ring.fd)
+        ring.fd = -1
+    }
+
     /// Submits every prepared send, waits until all have completed, and reports each with its token (in
     /// completion order). If the kernel refuses the batch, the sends it did not take are reported as
     /// `.notSubmitted`, the ring is closed (`isUsable` becomes false) and the error is returned.

@@ -1,6 +1,6 @@
 import FleetBroker
 import FleetMetrics
-import FleetTransport
+@testable import FleetTransport
 import MQTTCodec
 import MQTTSession
 import Testing
@@ -82,6 +82,30 @@ struct EngineTests {
         #expect(result.counters.disconnects == [.clientInitiated: 5])
         // No submission failed: a failed one would have closed the ring and sent the rest with send(2).
         #expect(rings.allSatisfy { $0?.isUsable ?? true })
+        #expect(result.sendPath == (batchedSends && Self.ioUringAvailable ? .ioUring : .send))
+        #expect(result.sendRingUnavailable == nil)
+    }
+
+    /// A ring the kernel stops taking (here: its descriptor gone) must lose nothing: the refused sends go out by
+    /// send(2), the lane keeps writing that way, and the result says both paths were used.
+    @Test("a refused io_uring submission falls back to send(2) and loses nothing",
+          .enabled(if: ioUringAvailable), arguments: [MQTTQoS.atMostOnce, .exactlyOnce])
+    func refusedSubmissionFallsBack(qos: MQTTQoS) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let configuration = EngineConfiguration(
+            fleets: Self.fleets(version: .v5, qos: qos, publishers: 3, messages: 200, subscribers: 2),
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
+            drainTimeout: 3_000_000_000)
+        let engine = try Engine(configuration: configuration)
+        let ring = try #require(engine.lanes[0].sendRing)
+        ring.simulateKernelRefusal()  // before the first turn: the CONNECTs are the first batch refused
+        let result = engine.run(duration: 1_000_000_000)
+        Self.expectExactRoundTrip(result, qos: qos)
+        #expect(result.counters.connectFailures.isEmpty)
+        #expect(result.counters.disconnects == [.clientInitiated: 5])
+        #expect(!ring.isUsable)
+        #expect(result.sendPath == .mixed)
     }
 
     static let ioUringAvailable = (try? SendRing(capacity: 2)) != nil

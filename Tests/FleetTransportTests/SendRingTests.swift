@@ -1,4 +1,4 @@
-import FleetTransport
+@testable import FleetTransport
 import Glibc
 import Testing
 
@@ -56,6 +56,28 @@ struct SendRingTests {
     static func everythingSent(through pair: LoopbackPair, atMost limit: Int) throws -> [UInt8] {
         try pair.sender.shutdownWrite()
         return try readBytes(limit + 1, from: pair.receiver)
+    }
+
+    @Test("a batch the kernel refuses: every prepared send is reported not submitted, in order, and the ring closes")
+    func refusedBatch() throws {
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        let ring = try SendRing(capacity: 4)
+        let first = patterned(10, seed: 1)
+        let second = patterned(20, seed: 2)
+        #expect(Self.prepare(ring, pair.sender, first, token: 7))
+        #expect(Self.prepare(ring, pair.sender, second, token: 8))
+        ring.simulateKernelRefusal()
+        var reported: [(UInt64, SendRing.Completion)] = []
+        let error = ring.submit { reported.append(($0, $1)) }
+        #expect(error == SystemError(call: "io_uring_enter", errno: EBADF))
+        #expect(reported.map(\.0) == [7, 8])
+        #expect(reported.map(\.1) == [.notSubmitted, .notSubmitted])
+        #expect(!ring.isUsable)
+        #expect(ring.pendingCount == 0)
+        #expect(!Self.prepare(ring, pair.sender, first, token: 9))
+        // Nothing reached the peer: the caller writes those bytes itself.
+        #expect(try Self.everythingSent(through: pair, atMost: 30) == [])
     }
 
     @Test("three sockets' bytes go out in one submission: each peer reads exactly its bytes, each token is reported once")
