@@ -124,6 +124,8 @@ let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCI
 let benchTick = ProcessInfo.processInfo.environment["ENGINE_BENCH_TICK_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_BATCHED_SENDS=0: one send(2) per connection instead of one io_uring submission per turn.
 let benchBatchedSends = ProcessInfo.processInfo.environment["ENGINE_BENCH_BATCHED_SENDS"].map { $0 != "0" }
+/// ENGINE_BENCH_SOURCES=N: bind clients to 127.0.0.1 ... 127.0.0.N (default: the engine's choice).
+let benchSources = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_SOURCES"] ?? "")
 
 /// The ENGINE_BENCH_* engine knobs above, on every workload's configuration.
 func applyKnobs(_ configuration: inout EngineConfiguration) {
@@ -131,6 +133,9 @@ func applyKnobs(_ configuration: inout EngineConfiguration) {
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
     if let benchTick { configuration.tickNanoseconds = benchTick }
     if let benchBatchedSends { configuration.batchedSends = benchBatchedSends }
+    if let benchSources {
+        configuration.sourceAddresses = (0..<benchSources).map { try! SocketAddress(ipAddress: "127.0.0.\($0 + 1)", port: 0) }
+    }
 }
 
 var brokerConfiguration = MosquittoConfiguration()

@@ -352,7 +352,8 @@ struct RunCommand {
             abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
-            sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable)
+            sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
+            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress))
         report.generator.saturationReasons = Self.saturation(
             result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
         report.generator.saturated = !report.generator.saturationReasons.isEmpty

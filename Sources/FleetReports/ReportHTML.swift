@@ -365,6 +365,8 @@ public enum ReportHTML {
                 : "\(health.receiveCoalescingMicroseconds) µs at 64,000 msg/s or more per lane; paused "
                     + MetricFormat.grouped(health.receiveCoalescingPauses) + " times"),
             ("writes", Self.sendPathText(health)),
+            ("source addresses", health.sourceAddresses.isEmpty
+                ? "chosen by the kernel" : health.sourceAddresses.joined(separator: ", ")),
         ])
         html += keyValueTable("Skipped and stray work", [
             ("dropped schedule slots", MetricFormat.grouped(health.droppedSlots)),

@@ -67,6 +67,7 @@ extension RunReport {
             JSONMember("receive_coalescing_pauses", .count(generator.receiveCoalescingPauses)),
             JSONMember("send_path", .string(generator.sendPath)),
             JSONMember("io_uring_unavailable", generator.ioUringUnavailable.map { .string($0) } ?? .null),
+            JSONMember("source_addresses", .array(generator.sourceAddresses.map { .string($0) })),
             JSONMember("dropped_slots", .count(generator.droppedSlots)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),

@@ -103,7 +103,10 @@ extension RunReport {
                 receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0),
                 receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0),
                 sendPath: try generator.optionalString("send_path") ?? "",
-                ioUringUnavailable: try generator.optionalString("io_uring_unavailable")),
+                ioUringUnavailable: try generator.optionalString("io_uring_unavailable"),
+                sourceAddresses: try generator.optionalArray("source_addresses")?.map { element throws(ReportError) in
+                    try element.stringValue()
+                } ?? []),
             timeline: try top.array("timeline").map { element throws(ReportError) in
                 try TimelinePoint(try element.asObject())
             },
@@ -274,6 +277,12 @@ struct JSONField {
             fields.append(JSONField(element, path: "\(childPath(key))[\(index)]"))
         }
         return fields
+    }
+
+    /// nil when the key is absent or null (fields added after the first report version).
+    func optionalArray(_ key: String) throws(ReportError) -> [JSONField]? {
+        guard let child = value[key], child != .null else { return nil }
+        return try array(key)
     }
 
     func string(_ key: String) throws(ReportError) -> String {

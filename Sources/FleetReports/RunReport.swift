@@ -287,6 +287,9 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var sendPath: String = ""
     /// Why io_uring was not used although it was asked for (the kernel's error), nil otherwise.
     public var ioUringUnavailable: String?
+    /// Local addresses clients were bound to, round-robin (named in the scenario, or 127.0.0.1, 127.0.0.2, ...
+    /// chosen for a local broker); empty when the kernel chose.
+    public var sourceAddresses: [String] = []
     /// Scheduled publishes skipped because the previous one had not gone out (engine `droppedSlots`).
     public var droppedSlots: UInt64 = 0
     /// QoS 1/2 publishes given up at the end of the run (engine `abandonedPublishes`).
@@ -298,8 +301,9 @@ public struct GeneratorHealth: Equatable, Sendable {
         saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
         receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0,
-        sendPath: String = "", ioUringUnavailable: String? = nil
+        sendPath: String = "", ioUringUnavailable: String? = nil, sourceAddresses: [String] = []
     ) {
+        self.sourceAddresses = sourceAddresses
         self.sendPath = sendPath
         self.ioUringUnavailable = ioUringUnavailable
         self.receiveCoalescingMicroseconds = receiveCoalescingMicroseconds

@@ -87,6 +87,8 @@ struct RunReportAfterRealRunTests {
         #expect(generator["receive_coalescing_us"] as? Int == 1000)
         // The quickstart's few messages a second never make a lane pause.
         #expect(generator["receive_coalescing_pauses"] as? Int == 0)
+        // A few clients to a local broker: the kernel picks their source address and port.
+        #expect(generator["source_addresses"] as? [String] == [])
         // io_uring where the kernel allows it; otherwise the report says send(2) and why.
         if generator["io_uring_unavailable"] is NSNull {
             #expect(generator["send_path"] as? String == "io_uring")

@@ -1,5 +1,6 @@
-import FleetEngine
+@testable import FleetEngine
 import FleetTransport
+import Foundation
 import MQTTSession
 import Testing
 
@@ -66,5 +67,61 @@ struct EngineTickTests {
         var automatic = try Self.configuration(clients: 10, plan: .interval(period: 1_000_000_000))
         automatic.lanes = 1
         #expect(try Engine(configuration: automatic).configuration.tickNanoseconds == 100_000)
+    }
+}
+
+@Suite("Engine: default source addresses for a local broker")
+struct EngineSourceAddressTests {
+    static func configuration(clients: Int, brokers: [String], endpoints: [String] = [],
+                              sources: [String] = []) throws -> EngineConfiguration {
+        var fleet = EngineFleet(name: "f", count: clients, clientID: { "c\($0)" },
+                                session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60))
+        fleet.endpoints = try endpoints.map { EngineBrokerEndpoint(address: try SocketAddress(ipAddress: $0, port: 8883)) }
+        return EngineConfiguration(
+            fleets: [fleet], brokers: try brokers.map { try SocketAddress(ipAddress: $0, port: 1883) },
+            sourceAddresses: try sources.map { try SocketAddress(ipAddress: $0, port: 0) })
+    }
+
+    static func loopback(_ count: Int) -> [String] { (1...count).map { "127.0.0.\($0)" } }
+
+    @Test(
+        "enough of 127.0.0.1, .2, ... that each holds at most 70 % of the even ports, only for a local IPv4 broker",
+        arguments: [
+            (15_000, ["127.0.0.1"], [], [], 28_232, loopback(2)),
+            (9_881, ["127.0.0.1"], [], [], 28_232, []),             // 70 % of 14,116: one address is enough
+            (9_882, ["127.0.0.1"], [], [], 28_232, loopback(2)),
+            (100_000, ["127.0.0.1"], [], [], 28_232, loopback(11)),
+            (2_500, ["127.0.0.1"], [], [], 2_000, loopback(3)),      // a narrow range: 1,000 per address at least
+            (10_000_000, ["127.0.0.1"], [], [], 28_232, loopback(254)),
+            (15_000, ["127.0.0.5", "127.0.0.1"], [], [], 28_232, loopback(2)),
+            (15_000, ["10.0.0.1"], [], [], 28_232, []),              // the network decides what exists there
+            (15_000, ["::1"], [], [], 28_232, []),                   // IPv6 has one loopback address
+            (15_000, ["127.0.0.1"], ["10.0.0.2"], [], 28_232, []),
+            (15_000, ["127.0.0.1"], [], ["127.0.0.9"], 28_232, ["127.0.0.9"]),  // named ones are kept as they are
+        ] as [(Int, [String], [String], [String], Int, [String])])
+    func sources(clients: Int, brokers: [String], endpoints: [String], sources: [String], ports: Int,
+                 expected: [String]) throws {
+        let configuration = try Self.configuration(clients: clients, brokers: brokers, endpoints: endpoints,
+                                                   sources: sources)
+        let chosen = Engine.defaultSourceAddresses(configuration: configuration, ephemeralPorts: ports)
+        #expect(chosen.map(\.ipAddress) == expected)
+        #expect(chosen.allSatisfy { $0.port == 0 })
+    }
+
+    @Test("the engine applies them: 15,000 clients to a local broker are bound to 127.0.0.1 and 127.0.0.2")
+    func applied() throws {
+        let engine = try Engine(configuration: try Self.configuration(clients: 15_000, brokers: ["127.0.0.1"]))
+        let perSource = Engine.ephemeralPortCount() * 7 / 20
+        #expect(engine.configuration.sourceAddresses.map(\.ipAddress) == Self.loopback((15_000 + perSource - 1) / perSource))
+        let few = try Engine(configuration: try Self.configuration(clients: 100, brokers: ["127.0.0.1"]))
+        #expect(few.configuration.sourceAddresses.isEmpty)
+    }
+
+    @Test("the ephemeral port count is the size of net.ipv4.ip_local_port_range")
+    func portRange() throws {
+        let text = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
+        let bounds = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        try #require(bounds.count == 2)
+        #expect(Engine.ephemeralPortCount() == bounds[1] - bounds[0] + 1)
     }
 }

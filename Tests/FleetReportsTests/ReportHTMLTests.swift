@@ -137,6 +137,7 @@ struct ReportHTMLTests {
         #expect(html.contains("<th>schedule lag p99</th><td class=\"num\">0.02 ms</td>"))
         #expect(html.contains("<th>peak RSS</th><td class=\"num\">50 MiB</td>"))
         #expect(html.contains("<th>writes</th><td class=\"num\">io_uring, one submission per lane turn</td>"))
+        #expect(html.contains("<th>source addresses</th><td class=\"num\">127.0.0.1, 127.0.0.2</td>"))
         #expect(html.contains("<tr><td>end_to_end</td><td>intended</td><td class=\"num\">1,000</td><td class=\"num\">0.001</td><td class=\"num\">0.501</td><td class=\"num\">0.5</td><td class=\"num\">0.9</td><td class=\"num\">0.99</td><td class=\"num\">0.999</td><td class=\"num\">1</td></tr>"))
     }
 

@@ -168,6 +168,7 @@ struct RunReportJSONTests {
         #expect(generator["receive_coalescing_pauses"] as? Int == 12)
         #expect(generator["send_path"] as? String == "io_uring")
         #expect(generator["io_uring_unavailable"] is NSNull)
+        #expect(generator["source_addresses"] as? [String] == ["127.0.0.1", "127.0.0.2"])
     }
 
     @Test("no schedule lag samples: schedule_lag_ms is null")

@@ -12,7 +12,7 @@ struct RunReportReadingTests {
         #expect(try reread.jsonText() == original)
     }
 
-    @Test("the write path and why io_uring was unavailable survive the trip; older reports read as unknown")
+    @Test("the write path, why io_uring was unavailable and the source addresses survive the trip; older reports read as unknown")
     func sendPath() throws {
         var sample = SampleReports.make()
         sample.generator.sendPath = "send"
@@ -21,13 +21,19 @@ struct RunReportReadingTests {
         #expect(reread.generator.sendPath == "send")
         #expect(reread.generator.ioUringUnavailable == "io_uring_setup failed: Operation not permitted (errno 1)")
 
-        let older = try sample.jsonText()
-            .replacingOccurrences(of: "\"send_path\": \"send\",", with: "")
-            .replacingOccurrences(of: "\"io_uring_unavailable\": \"io_uring_setup failed: Operation not permitted (errno 1)\",", with: "")
-        #expect(!older.contains("send_path") && !older.contains("io_uring_unavailable"))
+        // A report written before these fields existed: the same JSON without them.
+        var top = try #require(try JSONSerialization.jsonObject(with: Data(try sample.jsonText().utf8)) as? [String: Any])
+        var generator = try #require(top["generator"] as? [String: Any])
+        for key in ["send_path", "io_uring_unavailable", "source_addresses"] {
+            #expect(generator.removeValue(forKey: key) != nil, "\(key)")
+        }
+        top["generator"] = generator
+        let older = String(decoding: try JSONSerialization.data(withJSONObject: top), as: UTF8.self)
         let fromOlder = try RunReport.parse(text: older)
         #expect(fromOlder.generator.sendPath == "")
         #expect(fromOlder.generator.ioUringUnavailable == nil)
+        #expect(fromOlder.generator.sourceAddresses == [])
+        #expect(reread.generator.sourceAddresses == ["127.0.0.1", "127.0.0.2"])
     }
 
     @Test("histograms come back exactly from their hdr payloads, both origins")
