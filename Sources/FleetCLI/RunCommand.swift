@@ -261,6 +261,7 @@ struct RunCommand {
             console.error("fleetbench: \(error)")
             return .runtimeFailure
         }
+        for crowded in engine.crowdedSourceAddresses() { console.error("fleetbench: warning: \(crowded)") }
         if !quiet {
             console.print("fleetbench \(FleetVersion.current): running \(scenario.name) for \(scenario.duration) "
                 + "against \(embedded.map { "an embedded mosquitto at \($0.url)" } ?? brokerURLs.joined(separator: ", "))")

@@ -73,14 +73,14 @@ public final class Engine: @unchecked Sendable {
         let addresses = configuration.brokers + configuration.fleets.flatMap { $0.endpoints.map(\.address) }
         guard !addresses.isEmpty, addresses.allSatisfy({ $0.family == AF_INET && $0.isLoopback }) else { return [] }
         let clients = configuration.fleets.reduce(0) { $0 + $1.count }
-        let perSource = max(1_000, ephemeralPorts * 7 / 20)
+        let perSource = clientsPerSourceAddress(ephemeralPorts: ephemeralPorts)
         guard clients > perSource else { return [] }
         let count = min(254, (clients + perSource - 1) / perSource)
         return (1...count).compactMap { try? SocketAddress(ipAddress: "127.0.0.\($0)", port: 0) }
     }
 
     /// The size of net.ipv4.ip_local_port_range (Linux's default 32768-60999, 28,232 ports, when unreadable).
-    static func ephemeralPortCount() -> Int {
+    public static func ephemeralPortCount() -> Int {
         let fallback = 28_232
         let descriptor = open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return fallback }

@@ -117,6 +117,32 @@ struct EngineSourceAddressTests {
         #expect(few.configuration.sourceAddresses.isEmpty)
     }
 
+    @Test("too many clients from one source address to one broker are named, with the limit and what to do")
+    func crowded() throws {
+        let remote = try Engine(configuration: try Self.configuration(clients: 15_000, brokers: ["10.0.0.1"]))
+        let crowded = remote.crowdedSourceAddresses(ephemeralPorts: 28_232)
+        #expect(crowded == [CrowdedSourceAddress(source: nil, broker: try SocketAddress(ipAddress: "10.0.0.1", port: 1883),
+                                                 clients: 15_000, limit: 9_881)])
+        #expect(crowded.first?.description == "15000 clients would connect to 10.0.0.1:1883 from one source address "
+            + "(none named); above 9881 every connect scans the ephemeral port range (net.ipv4.ip_local_port_range) "
+            + "and beyond it connects fail: name more source_addresses in the scenario")
+
+        let named = try Engine(configuration: try Self.configuration(
+            clients: 25_000, brokers: ["10.0.0.1"], sources: ["10.0.0.100", "10.0.0.101"]))
+        #expect(named.crowdedSourceAddresses(ephemeralPorts: 28_232).map(\.clients) == [12_500, 12_500])
+        #expect(named.crowdedSourceAddresses(ephemeralPorts: 28_232).map { $0.source?.ipAddress } == ["10.0.0.101", "10.0.0.100"])
+        #expect(named.crowdedSourceAddresses(ephemeralPorts: 28_232).first?.description
+            .hasPrefix("12500 clients would connect to 10.0.0.1:1883 from source address 10.0.0.101; ") == true)
+        #expect(named.crowdedSourceAddresses(ephemeralPorts: 60_000).isEmpty)  // 21,000 per address
+
+        // A local IPv4 broker gets enough loopback source addresses of its own.
+        let local = try Engine(configuration: try Self.configuration(clients: 15_000, brokers: ["127.0.0.1"]))
+        #expect(local.crowdedSourceAddresses(ephemeralPorts: Engine.ephemeralPortCount()).isEmpty)
+        // IPv6 has one loopback address: nothing to spread over.
+        let six = try Engine(configuration: try Self.configuration(clients: 10_000, brokers: ["::1"]))
+        #expect(six.crowdedSourceAddresses(ephemeralPorts: 28_232).map(\.clients) == [10_000])
+    }
+
     @Test("the ephemeral port count is the size of net.ipv4.ip_local_port_range")
     func portRange() throws {
         let text = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
