@@ -64,8 +64,8 @@ public final class Engine: @unchecked Sendable {
     /// address to one broker address take their ports from net.ipv4.ip_local_port_range, and connect() looks
     /// among the even ports first (the kernel keeps the odd ones for bind()): once that half (~14,000 of 28,232
     /// by default) is in use, every further connect scans all of it. Measured with 15,000 clients to a local
-    /// mosquitto: 28 % of the tool's CPU in that scan (__inet_hash_connect) and connect p99 75-105 ms; spread
-    /// over 127.0.0.1 and 127.0.0.2, no scan and 21-24 ms. So clients are spread over as many of 127.0.0.1,
+    /// mosquitto: 28 % of the tool's CPU in that scan (__inet_hash_connect) and connect p99 75-140 ms; spread
+    /// over 127.0.0.1 and 127.0.0.2, no scan and 17-28 ms. So clients are spread over as many of 127.0.0.1,
     /// 127.0.0.2, ... as keep each below 70 % of the even half (all of 127/8 is loopback on Linux). Beyond
     /// loopback the network decides which source addresses exist: the scenario must name them.
     public static func defaultSourceAddresses(configuration: EngineConfiguration, ephemeralPorts: Int) -> [SocketAddress] {
@@ -471,7 +471,6 @@ struct ShareGroup {
     let fleet: Int
 }
 
-/// The merged measurements of a run.
 /// How a run's writes reached the kernel (`EngineConfiguration.batchedSends`).
 public enum SendPath: String, Sendable, Equatable {
     /// One io_uring submission per lane turn for every connection written to.
@@ -488,6 +487,7 @@ public enum SendPath: String, Sendable, Equatable {
     }
 }
 
+/// The merged measurements of a run.
 public struct EngineResult: Sendable {
     public var counters = ClientCounters()
     public var latency = LatencyRecorder()
