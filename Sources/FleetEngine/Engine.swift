@@ -196,10 +196,14 @@ public final class Engine: @unchecked Sendable {
                 let brokers = configuration.brokers
                 let sources = configuration.sourceAddresses
                 let endpoint = endpoints.isEmpty ? nil : endpoints[index % endpoints.count]
+                // Sources turn once per round of destinations, so every (source, destination) pair gets its share
+                // of clients: with `global % sources.count`, 2 sources and 2 brokers paired source 0 with broker 0
+                // only, putting half the clients on each pair's ports instead of a quarter.
+                let round = endpoint == nil ? global / brokers.count : index / endpoints.count
                 perLane[global % laneCount].append(SimulatedClient(
                     fleet: fleet.index, indexInFleet: index, globalIndex: global,
                     broker: endpoint?.0 ?? brokers[global % brokers.count], endpoint: endpoint?.1,
-                    source: sources.isEmpty ? nil : sources[global % sources.count],
+                    source: sources.isEmpty ? nil : sources[round % sources.count],
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID),
                     subscriptions: subscriptions, deliveryKey: deliveryKey, streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))

@@ -143,6 +143,24 @@ struct EngineSourceAddressTests {
         #expect(six.crowdedSourceAddresses(ephemeralPorts: 28_232).map(\.clients) == [10_000])
     }
 
+    @Test("sources and brokers are both round-robin without pairing up: each (source, broker) pair gets its share",
+          arguments: [(2, 2), (2, 4), (3, 2), (4, 2)])
+    func sourcesSpreadOverBrokers(sources: Int, brokers: Int) throws {
+        let clients = 2_400  // divisible by every product above
+        let configuration = try Self.configuration(
+            clients: clients, brokers: (1...brokers).map { "10.0.1.\($0)" },
+            sources: (1...sources).map { "10.0.2.\($0)" })
+        let engine = try Engine(configuration: configuration)
+        var pairs: [String: Int] = [:]
+        for lane in engine.lanes {
+            for client in lane.clients {
+                pairs["\(client.source?.ipAddress ?? "-") → \(client.broker.ipAddress)", default: 0] += 1
+            }
+        }
+        #expect(pairs.count == sources * brokers)
+        #expect(pairs.values.allSatisfy { $0 == clients / (sources * brokers) }, "\(pairs)")
+    }
+
     @Test("the ephemeral port count is the size of net.ipv4.ip_local_port_range")
     func portRange() throws {
         let text = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
