@@ -20,8 +20,9 @@ public final class Engine: @unchecked Sendable {
     let streamQoS: [MQTTQoS]
     /// False for streams without an end-to-end header (fixed text): no delivery expectations for them.
     let streamTracked: [Bool]
-    /// Filters of every subscriber accounted on its own, by global client index (shared-group members are not
-    /// here: they are accounted in `shareGroups`).
+    /// Plain filters of every subscriber accounted on its own, by global client index (members whose
+    /// subscriptions are all shared are not here, and mixed members only with their plain filters: shared
+    /// subscriptions are accounted in `shareGroups`).
     let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
     /// The run's shared-subscription groups, by group index (order of first appearance in the configuration).
     let shareGroups: [ShareGroup]
@@ -174,24 +175,37 @@ public final class Engine: @unchecked Sendable {
                     subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
                 }
                 subscriptions.append(contentsOf: replyFilters)
-                var deliveryKey = Self.subscriberDeliveryKey(global)
-                if let shared = Self.sharedGroup(of: subscriptions) {
+                // The group's index, created on its first member (clients are numbered fleet by fleet, so the
+                // first member's fleet is the group's first fleet in configuration order), with `filter` joined.
+                func joinGroup(_ name: String, filter: String) -> Int {
                     let group: Int
-                    if let known = groupIndices[shared.group] {
+                    if let known = groupIndices[name] {
                         group = known
                     } else {
                         group = groups.count
-                        groupIndices[shared.group] = group
-                        // Clients are numbered fleet by fleet, so the first member's fleet is the group's first
-                        // fleet in configuration order.
-                        groups.append(ShareGroup(name: shared.group, filters: [], fleet: fleet.index))
+                        groupIndices[name] = group
+                        groups.append(ShareGroup(name: name, filters: [], fleet: fleet.index))
                     }
-                    for filter in shared.filters where !groups[group].filters.contains(filter) {
-                        groups[group].filters.append(filter)
-                    }
+                    if !groups[group].filters.contains(filter) { groups[group].filters.append(filter) }
+                    return group
+                }
+                var deliveryKey = Self.subscriberDeliveryKey(global)
+                var deliveryRoutes: DeliveryRoutes?
+                if let shared = Self.sharedGroup(of: subscriptions) {
+                    var group = 0
+                    for filter in shared.filters { group = joinGroup(shared.group, filter: filter) }
                     deliveryKey = Self.groupDeliveryKey(group)
-                } else if !subscriptions.isEmpty {
-                    filters.append((global, subscriptions))
+                } else {
+                    let split = Self.splitSharedSubscriptions(subscriptions)
+                    if !split.plain.isEmpty { filters.append((global, split.plain)) }
+                    if !split.shared.isEmpty {
+                        let routed = split.shared.map { shared in
+                            (filter: shared.filter,
+                             key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
+                        }
+                        deliveryRoutes = DeliveryRoutes(plainFilters: split.plain.map(\.filter), sharedFilters: routed,
+                                                        ownKey: deliveryKey)
+                    }
                 }
                 let brokers = configuration.brokers
                 let sources = configuration.sourceAddresses
@@ -205,7 +219,8 @@ public final class Engine: @unchecked Sendable {
                     broker: endpoint?.0 ?? brokers[global % brokers.count], endpoint: endpoint?.1,
                     source: sources.isEmpty ? nil : sources[round % sources.count],
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID),
-                    subscriptions: subscriptions, deliveryKey: deliveryKey, streams: streams,
+                    subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
+                    streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
                 global += 1
             }
@@ -347,7 +362,7 @@ public final class Engine: @unchecked Sendable {
         }
         // Expected deliveries: every (subscriber, stream) pair whose filters match the stream's topic expects
         // every message the stream published; a pair that received nothing still counts its loss. Counted
-        // for the subscriber's fleet. Shared-group members are not in `subscriberFilters` (see below).
+        // for the subscriber's fleet. Shared subscriptions are not in `subscriberFilters` (see below).
         for (global, filters) in subscriberFilters {
             let lane = global % lanes.count
             let metrics = laneMetrics[lane]
@@ -436,12 +451,28 @@ public final class Engine: @unchecked Sendable {
     static func groupDeliveryKey(_ group: Int) -> UInt64 { groupKeyTag | UInt64(group) << 32 }
 
     /// The group and plain filters of a client whose subscriptions are all shared subscriptions of one group
-    /// (`$share/{group}/{filter}`, 5.0 §4.8.2); nil otherwise. A client that mixes shared and plain
-    /// subscriptions, or subscribes to several groups, keeps per-client accounting (a known limitation: arrivals
-    /// do not say which subscription they came through): only streams its plain filters match are expected, and
-    /// what its shared subscriptions bring on other streams is not accounted. Group identity is the name alone;
-    /// the broker identifies a shared subscription by name and filter, so members of one name with different
-    /// filters that match the same stream would show duplicates.
+    /// (`$share/{group}/{filter}`, 5.0 §4.8.2); nil otherwise. Such a client records every arrival under its
+    /// group's key, with no per-message matching.
+    ///
+    /// A client that mixes shared and plain subscriptions, or subscribes to several groups
+    /// (`splitSharedSubscriptions`), gets `DeliveryRoutes`: arrivals do not say which subscription brought them,
+    /// so each arrival's topic is matched, plain filters first, then shared filters in subscription order. An
+    /// arrival one of its plain filters matches goes to the client's own key; any other to the key of the first
+    /// group whose filter matches, merged with that group's other members on every lane. Expected counts follow
+    /// the same split: the plain filters per client, the shared filters joined to their group's filters,
+    /// expected once per group. Clients without `DeliveryRoutes` match nothing per message.
+    ///
+    /// What stays limited, because the topic alone cannot tell the copies apart:
+    /// - A stream one client matches with both a plain and a shared filter reaches it twice when the broker
+    ///   picks it for the group (mosquitto: 5.0 clients; it sends clients before 5.0 one copy per message).
+    ///   Every copy counts for the plain key: its accounting shows a duplicate for each such second copy, and
+    ///   the group shows the message lost unless another member got it too.
+    /// - A stream two groups of one client both match: copies from either group count for the first group (a
+    ///   duplicate there when both picked this client), and the second group misses them.
+    /// (MQTT 5 Subscription Identifiers would tell the copies apart; the engine does not set them.)
+    ///
+    /// Group identity is the name alone; the broker identifies a shared subscription by name and filter, so
+    /// members of one name with different filters that match the same stream would show duplicates.
     static func sharedGroup(of subscriptions: [MQTTSubscription]) -> (group: String, filters: [String])? {
         var group: String?
         var filters: [String] = []
@@ -455,6 +486,23 @@ public final class Engine: @unchecked Sendable {
         return (group, filters)
     }
 
+    /// A client's plain subscriptions, and its shared ones as (group, filter after `$share/{group}/`) in
+    /// subscription order. A filter that does not parse as a shared subscription (`$share//a`) is plain, as the
+    /// engine treats it everywhere else.
+    static func splitSharedSubscriptions(_ subscriptions: [MQTTSubscription])
+        -> (plain: [MQTTSubscription], shared: [(group: String, filter: String)]) {
+        var plain: [MQTTSubscription] = []
+        var shared: [(group: String, filter: String)] = []
+        for subscription in subscriptions {
+            if let parsed = try? MQTTTopicFilter(subscription.filter), let group = parsed.shareGroup {
+                shared.append((group, parsed.filter))
+            } else {
+                plain.append(subscription)
+            }
+        }
+        return (plain, shared)
+    }
+
     /// The fleet of a global client index (clients are numbered fleet by fleet).
     func fleetOfGlobal(_ global: Int) -> Int {
         var first = 0
@@ -466,10 +514,11 @@ public final class Engine: @unchecked Sendable {
     }
 }
 
-/// A shared-subscription group: every client whose subscriptions are all `$share/{name}/...`.
+/// A shared-subscription group: every client with a `$share/{name}/...` subscription (all-shared members and
+/// members that also have plain filters or other groups alike).
 struct ShareGroup {
     let name: String
-    /// The plain filters (after `$share/{name}/`) of every member, each once.
+    /// The filters (after `$share/{name}/`) of every member's `$share/{name}/` subscriptions, each once.
     var filters: [String]
     /// The fleet its delivery counts go to: the first member's.
     let fleet: Int

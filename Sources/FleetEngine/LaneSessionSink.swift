@@ -12,6 +12,8 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     let client: Int
     let fleet: Int
     let subscriberKey: UInt64
+    /// Only for clients mixing shared and plain subscriptions; nil keeps the one-key path free of matching.
+    let deliveryRoutes: DeliveryRoutes?
     var connected: Bool?
     var subscribed = false
     var windowOpened = false
@@ -46,6 +48,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             requestTimeouts = []
         }
         self.subscriberKey = lane.clients[client].deliveryKey
+        self.deliveryRoutes = lane.clients[client].deliveryRoutes
     }
 
     mutating func sessionEvent(_ event: MQTTSessionEvent) {
@@ -119,7 +122,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         // Someone else's request or reply (3.1.1 reply filters catch every requester's replies): no accounting.
         if Int(header.streamID) < lane.streamTracked.count, !lane.streamTracked[Int(header.streamID)] { return }
         lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
-        let key = subscriberKey | UInt64(header.streamID)
+        let key = (deliveryRoutes?.key(topic: topic) ?? subscriberKey) | UInt64(header.streamID)
         let stream: Int
         if let known = lane.metrics.deliveryKeys[key] {
             stream = known

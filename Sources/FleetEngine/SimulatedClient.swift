@@ -130,10 +130,40 @@ struct SimulatedClient {
     var subscribePacketID: UInt16 = 0
     let subscriptions: [MQTTSubscription]
     /// High 32 bits of the keys its deliveries are recorded under (`LaneMetrics.deliveryKeys`): its own global
-    /// index, or its shared-subscription group's tagged index (`Engine.groupDeliveryKey`).
+    /// index, or its shared-subscription group's tagged index (`Engine.groupDeliveryKey`). For a client with
+    /// `deliveryRoutes`, the key of arrivals no route matches.
     let deliveryKey: UInt64
+    /// Set only for a client mixing shared and plain subscriptions (or subscribed to several groups): picks the
+    /// key per arrival from its topic. Nil for every other client, whose arrivals all go to `deliveryKey`.
+    let deliveryRoutes: DeliveryRoutes?
     var streams: [StreamState]
     var random: SeededRandom
     /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.
     var isReady = false
+}
+
+/// Delivery keys by topic for a client whose subscriptions mix plain filters and shared subscriptions
+/// (`Engine.sharedGroup(of:)` describes the accounting). Arrivals do not say which subscription brought them,
+/// so the topic decides: its plain filters first, then its shared filters in subscription order.
+final class DeliveryRoutes: Sendable {
+    /// UTF-8 filter (for shared subscriptions the part after `$share/{group}/`) and the key of arrivals it
+    /// matches: every plain filter with the client's own key, then every shared filter with its group's key.
+    let routes: [(filter: [UInt8], key: UInt64)]
+    /// For topics no filter matches (a broker should send none): the client's own key.
+    let fallback: UInt64
+
+    init(plainFilters: [String], sharedFilters: [(filter: String, key: UInt64)], ownKey: UInt64) {
+        routes = plainFilters.map { (Array($0.utf8), ownKey) } + sharedFilters.map { (Array($0.filter.utf8), $0.key) }
+        fallback = ownKey
+    }
+
+    /// The key of the first route whose filter matches `topic` (matched in place, no allocation).
+    func key(topic: UnsafeRawBufferPointer) -> UInt64 {
+        let name = topic.assumingMemoryBound(to: UInt8.self)
+        for route in routes {
+            let matched = route.filter.withUnsafeBufferPointer { MQTTTopic.matches(filter: $0, topic: name) }
+            if matched { return route.key }
+        }
+        return fallback
+    }
 }
