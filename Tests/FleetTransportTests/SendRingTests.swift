@@ -39,6 +39,21 @@ func patterned(_ count: Int, seed: Int = 0) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: ($0 &+ seed) &* 31 &+ ($0 >> 8)) }
 }
 
+/// Copies of the bytes handed to `SendRing.prepare`, kept until the test ends: the kernel reads them at `submit`,
+/// later than an array's `withUnsafeBytes` pointer may be used.
+final class PinnedBytes {
+    private var blocks: [UnsafeMutableRawBufferPointer] = []
+
+    func prepare(_ ring: SendRing, _ socket: TCPSocket, _ bytes: [UInt8], token: UInt64) -> Bool {
+        let block = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+        bytes.withUnsafeBytes { block.copyMemory(from: $0) }
+        blocks.append(block)
+        return ring.prepare(socket, UnsafeRawBufferPointer(rebasing: block[0..<bytes.count]), token: token)
+    }
+
+    deinit { blocks.forEach { $0.deallocate() } }
+}
+
 @Suite("SendRing: batched sends through io_uring on loopback TCP", .enabled(if: SendRingSupport.available))
 struct SendRingTests {
     /// Submits what is prepared and returns every completion by token, in the order reported.
@@ -48,9 +63,6 @@ struct SendRingTests {
         return (error, completions)
     }
 
-    static func prepare(_ ring: SendRing, _ socket: TCPSocket, _ bytes: [UInt8], token: UInt64) -> Bool {
-        bytes.withUnsafeBytes { ring.prepare(socket, $0, token: token) }
-    }
 
     /// Half-closes `sender` and reads `receiver` to end of stream: every byte that was ever sent, and no more.
     static func everythingSent(through pair: LoopbackPair, atMost limit: Int) throws -> [UInt8] {
@@ -60,13 +72,15 @@ struct SendRingTests {
 
     @Test("a batch the kernel refuses: every prepared send is reported not submitted, in order, and the ring closes")
     func refusedBatch() throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
         let pair = try LoopbackPair()
         defer { pair.close() }
         let ring = try SendRing(capacity: 4)
         let first = patterned(10, seed: 1)
         let second = patterned(20, seed: 2)
-        #expect(Self.prepare(ring, pair.sender, first, token: 7))
-        #expect(Self.prepare(ring, pair.sender, second, token: 8))
+        #expect(pinned.prepare(ring, pair.sender, first, token: 7))
+        #expect(pinned.prepare(ring, pair.sender, second, token: 8))
         ring.simulateKernelRefusal()
         var reported: [(UInt64, SendRing.Completion)] = []
         let error = ring.submit { reported.append(($0, $1)) }
@@ -75,21 +89,22 @@ struct SendRingTests {
         #expect(reported.map(\.1) == [.notSubmitted, .notSubmitted])
         #expect(!ring.isUsable)
         #expect(ring.pendingCount == 0)
-        #expect(!Self.prepare(ring, pair.sender, first, token: 9))
+        #expect(!pinned.prepare(ring, pair.sender, first, token: 9))
         // Nothing reached the peer: the caller writes those bytes itself.
         #expect(try Self.everythingSent(through: pair, atMost: 30) == [])
     }
 
     @Test("three sockets' bytes go out in one submission: each peer reads exactly its bytes, each token is reported once")
     func oneSubmissionForSeveralSockets() throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
         let pairs = try (0..<3).map { _ in try LoopbackPair() }
         defer { pairs.forEach { $0.close() } }
         let payloads = [patterned(5, seed: 1), patterned(300, seed: 2), patterned(4_000, seed: 3)]
         let ring = try SendRing(capacity: 8)
         #expect(ring.pendingCount == 0)
-        // The bytes must stay put until submit returns: keep them in arrays that outlive the submission.
         for (index, pair) in pairs.enumerated() {
-            #expect(Self.prepare(ring, pair.sender, payloads[index], token: 10 + UInt64(index)))
+            #expect(pinned.prepare(ring, pair.sender, payloads[index], token: 10 + UInt64(index)))
             #expect(ring.pendingCount == index + 1)
         }
         let (error, completions) = Self.submitAll(ring)
@@ -122,22 +137,24 @@ struct SendRingTests {
 
     @Test("a ring of 4 refuses a 5th prepare until submit; the sends leave in the order prepared")
     func refusesPastCapacity() throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
         let pair = try LoopbackPair()
         defer { pair.close() }
         let ring = try SendRing(capacity: 4)
         #expect(ring.capacity == 4)
         let chunks: [[UInt8]] = [[1], [2, 2], [3, 3, 3], [4, 4, 4, 4], [5, 5, 5, 5, 5]]
         for (index, chunk) in chunks.prefix(4).enumerated() {
-            #expect(Self.prepare(ring, pair.sender, chunk, token: UInt64(index)))
+            #expect(pinned.prepare(ring, pair.sender, chunk, token: UInt64(index)))
         }
-        #expect(!Self.prepare(ring, pair.sender, chunks[4], token: 4))
+        #expect(!pinned.prepare(ring, pair.sender, chunks[4], token: 4))
         #expect(ring.pendingCount == 4)
         let (error, completions) = Self.submitAll(ring)
         #expect(error == nil)
         #expect(completions == [0: [.sent(1)], 1: [.sent(2)], 2: [.sent(3)], 3: [.sent(4)]])
         #expect(ring.pendingCount == 0)
         // Every slot is free again.
-        #expect(Self.prepare(ring, pair.sender, chunks[4], token: 4))
+        #expect(pinned.prepare(ring, pair.sender, chunks[4], token: 4))
         #expect(Self.submitAll(ring).completions == [4: [.sent(5)]])
         #expect(try Self.everythingSent(through: pair, atMost: 15) == chunks.flatMap { $0 })
     }
@@ -157,6 +174,8 @@ struct SendRingTests {
 
     @Test("a send larger than the free space is partial; once the peer's window is shut a send would block; the peer reads exactly the bytes reported sent")
     func partialThenWouldBlock() throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
         let pair = try LoopbackPair()
         defer { pair.close() }
         // Small kernel buffers (the kernel doubles the value given), locked so autotuning does not grow them.
@@ -208,7 +227,7 @@ struct SendRingTests {
         // Full now: a direct write takes nothing, and so does a ring send, however small.
         let oneByte: [UInt8] = [0xEE]
         #expect(try oneByte.withUnsafeBytes { try pair.sender.write(from: $0) } == .wouldBlock)
-        #expect(Self.prepare(ring, pair.sender, oneByte, token: 3))
+        #expect(pinned.prepare(ring, pair.sender, oneByte, token: 3))
         #expect(Self.submitAll(ring).completions == [3: [.wouldBlock]])
         #expect(outbound.count == payload.count - sentThroughRing)
 
@@ -232,6 +251,8 @@ struct SendRingTests {
     @Test("a peer that went away: the send fails with the exact errno, later ones with EPIPE, and no SIGPIPE",
           arguments: PeerEnd.allCases)
     func peerGone(end: PeerEnd) throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
         let pair = try LoopbackPair()
         defer { try? pair.sender.close() }
         let ring = try SendRing(capacity: 2)
@@ -241,7 +262,7 @@ struct SendRingTests {
             try pair.receiver.close()
             // Wait for the FIN (end of stream), so our socket is in CLOSE_WAIT before we send.
             #expect(try awaitEvents(.readable, on: pair.sender.fileDescriptor) != nil)
-            #expect(Self.prepare(ring, pair.sender, payload, token: 1))
+            #expect(pinned.prepare(ring, pair.sender, payload, token: 1))
             #expect(Self.submitAll(ring).completions == [1: [.sent(100)]])  // accepted locally; the peer answers RST
         case .reset:
             try pair.receiver.closeAbortively()
@@ -251,10 +272,10 @@ struct SendRingTests {
         #expect(events.contains(.hangup))
         let expected = end == .closed ? EPIPE : ECONNRESET
         let ringRaised = Self.raisesSIGPIPE {
-            #expect(Self.prepare(ring, pair.sender, payload, token: 2))
+            #expect(pinned.prepare(ring, pair.sender, payload, token: 2))
             #expect(Self.submitAll(ring).completions == [2: [.failed(errno: expected)]])
             // The pending error was consumed by that send; the socket is shut for writing from now on.
-            #expect(Self.prepare(ring, pair.sender, payload, token: 3))
+            #expect(pinned.prepare(ring, pair.sender, payload, token: 3))
             #expect(Self.submitAll(ring).completions == [3: [.failed(errno: EPIPE)]])
         }
         // No SIGPIPE: the ring asks for MSG_NOSIGNAL, and io_uring adds it to every send anyway.
@@ -302,6 +323,8 @@ struct SendRingTests {
     @Test("one bad descriptor fails alone with its errno; the sends around it in the same submission still go out",
           arguments: BadDescriptor.allCases)
     func badDescriptorFailsAlone(bad: BadDescriptor) throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
         let pairs = try (0..<2).map { _ in try LoopbackPair() }
         defer { pairs.forEach { $0.close() } }
         var pipeEnds: [Int32] = [-1, -1]
@@ -319,9 +342,9 @@ struct SendRingTests {
         let ring = try SendRing(capacity: 4)
         let before = patterned(10, seed: 7)
         let after = patterned(20, seed: 9)
-        #expect(Self.prepare(ring, pairs[0].sender, before, token: 1))
-        #expect(Self.prepare(ring, TCPSocket(adopting: descriptor), [1, 2, 3], token: 2))
-        #expect(Self.prepare(ring, pairs[1].sender, after, token: 3))
+        #expect(pinned.prepare(ring, pairs[0].sender, before, token: 1))
+        #expect(pinned.prepare(ring, TCPSocket(adopting: descriptor), [1, 2, 3], token: 2))
+        #expect(pinned.prepare(ring, pairs[1].sender, after, token: 3))
         let (error, completions) = Self.submitAll(ring)
         #expect(error == nil)
         #expect(completions == [1: [.sent(10)], 2: [.failed(errno: expected)], 3: [.sent(20)]])
