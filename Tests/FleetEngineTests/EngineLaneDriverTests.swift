@@ -14,10 +14,7 @@ struct EngineLaneDriverTests {
     func dispatchSourceDriver(batchedSends: Bool, qos: MQTTQoS) throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        var configuration = EngineConfiguration(
-            fleets: EngineTests.fleets(version: .v5, qos: qos, publishers: 3, messages: 200, subscribers: 2),
-            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
-            drainTimeout: 3_000_000_000)
+        var configuration = try EngineTests.roundTripConfiguration(broker, qos: qos, lanes: 2)
         configuration.laneDriver = .dispatchSource
         configuration.batchedSends = batchedSends
         let engine = try Engine(configuration: configuration)

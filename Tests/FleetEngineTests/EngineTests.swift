@@ -67,10 +67,7 @@ struct EngineTests {
     func roundTripOnEitherWritePath(batchedSends: Bool, qos: MQTTQoS) throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        var configuration = EngineConfiguration(
-            fleets: Self.fleets(version: .v5, qos: qos, publishers: 3, messages: 200, subscribers: 2),
-            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
-            drainTimeout: 3_000_000_000)
+        var configuration = try Self.roundTripConfiguration(broker, qos: qos, lanes: 1)
         configuration.batchedSends = batchedSends
         let engine = try Engine(configuration: configuration)
         // The ring exists only when asked for and the kernel allows it.
@@ -93,11 +90,7 @@ struct EngineTests {
     func refusedSubmissionFallsBack(qos: MQTTQoS) throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let configuration = EngineConfiguration(
-            fleets: Self.fleets(version: .v5, qos: qos, publishers: 3, messages: 200, subscribers: 2),
-            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
-            drainTimeout: 3_000_000_000)
-        let engine = try Engine(configuration: configuration)
+        let engine = try Engine(configuration: try Self.roundTripConfiguration(broker, qos: qos, lanes: 1))
         let ring = try #require(engine.lanes[0].sendRing)
         ring.simulateKernelRefusal()  // before the first turn: the CONNECTs are the first batch refused
         let result = engine.run(duration: 1_000_000_000)
@@ -109,4 +102,13 @@ struct EngineTests {
     }
 
     static let ioUringAvailable = (try? SendRing(capacity: 2)) != nil
+
+    /// 3 publishers × 200 messages at `qos` and 2 subscribers over MQTT 5: the round trip `expectExactRoundTrip`
+    /// checks.
+    static func roundTripConfiguration(_ broker: MosquittoBroker, qos: MQTTQoS, lanes: Int) throws -> EngineConfiguration {
+        EngineConfiguration(
+            fleets: fleets(version: .v5, qos: qos, publishers: 3, messages: 200, subscribers: 2),
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: lanes,
+            drainTimeout: 3_000_000_000)
+    }
 }
