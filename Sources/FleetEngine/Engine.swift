@@ -56,7 +56,7 @@ public final class Engine: @unchecked Sendable {
     /// of a core instead of 19.8 %, schedule lag max 4 ms instead of 270 ms; QoS 1 window 32 1.17 µs/msg instead
     /// of 1.52; same throughput (the broker's one thread is the limit either way).
     public static func defaultLaneCount(cores: Int, configuration: EngineConfiguration) -> Int {
-        let addresses = configuration.brokers + configuration.fleets.flatMap { $0.endpoints.map(\.address) }
+        let addresses = configuration.allBrokerAddresses
         let brokerIsLocal = !addresses.isEmpty && addresses.allSatisfy(\.isLoopback)
         return max(1, brokerIsLocal ? cores - 1 : cores)
     }
@@ -71,7 +71,7 @@ public final class Engine: @unchecked Sendable {
     /// loopback the network decides which source addresses exist: the scenario must name them.
     public static func defaultSourceAddresses(configuration: EngineConfiguration, ephemeralPorts: Int) -> [SocketAddress] {
         guard configuration.sourceAddresses.isEmpty else { return configuration.sourceAddresses }
-        let addresses = configuration.brokers + configuration.fleets.flatMap { $0.endpoints.map(\.address) }
+        let addresses = configuration.allBrokerAddresses
         guard !addresses.isEmpty, addresses.allSatisfy({ $0.family == AF_INET && $0.isLoopback }) else { return [] }
         let clients = configuration.fleets.reduce(0) { $0 + $1.count }
         let perSource = clientsPerSourceAddress(ephemeralPorts: ephemeralPorts)
@@ -191,21 +191,16 @@ public final class Engine: @unchecked Sendable {
                 }
                 var deliveryKey = Self.subscriberDeliveryKey(global)
                 var deliveryRoutes: DeliveryRoutes?
-                if let shared = Self.sharedGroup(of: subscriptions) {
-                    var group = 0
-                    for filter in shared.filters { group = joinGroup(shared.group, filter: filter) }
-                    deliveryKey = Self.groupDeliveryKey(group)
-                } else {
-                    let split = Self.splitSharedSubscriptions(subscriptions)
-                    if !split.plain.isEmpty { filters.append((global, split.plain)) }
-                    if !split.shared.isEmpty {
-                        let routed = split.shared.map { shared in
-                            (filter: shared.filter,
-                             key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
-                        }
-                        deliveryRoutes = DeliveryRoutes(plainFilters: split.plain.map(\.filter), sharedFilters: routed,
-                                                        ownKey: deliveryKey)
-                    }
+                let split = Self.splitSharedSubscriptions(subscriptions)
+                if !split.plain.isEmpty { filters.append((global, split.plain)) }
+                let routed = split.shared.map { shared in
+                    (filter: shared.filter, key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
+                }
+                if Self.onlyGroup(split) != nil, let group = routed.first {
+                    deliveryKey = group.key  // every arrival is the group's: no matching per message
+                } else if !routed.isEmpty {
+                    deliveryRoutes = DeliveryRoutes(plainFilters: split.plain.map(\.filter), sharedFilters: routed,
+                                                    ownKey: deliveryKey)
                 }
                 let brokers = configuration.brokers
                 let sources = configuration.sourceAddresses
@@ -474,16 +469,16 @@ public final class Engine: @unchecked Sendable {
     /// Group identity is the name alone; the broker identifies a shared subscription by name and filter, so
     /// members of one name with different filters that match the same stream would show duplicates.
     static func sharedGroup(of subscriptions: [MQTTSubscription]) -> (group: String, filters: [String])? {
-        var group: String?
-        var filters: [String] = []
-        for subscription in subscriptions {
-            guard let parsed = try? MQTTTopicFilter(subscription.filter), let name = parsed.shareGroup else { return nil }
-            if let group, group != name { return nil }
-            group = name
-            filters.append(parsed.filter)
-        }
-        guard let group else { return nil }
-        return (group, filters)
+        let split = splitSharedSubscriptions(subscriptions)
+        guard let group = onlyGroup(split) else { return nil }
+        return (group, split.shared.map(\.filter))
+    }
+
+    /// The group when every subscription is a shared one of the same group.
+    static func onlyGroup(_ split: (plain: [MQTTSubscription], shared: [(group: String, filter: String)])) -> String? {
+        guard split.plain.isEmpty, let group = split.shared.first?.group,
+              split.shared.allSatisfy({ $0.group == group }) else { return nil }
+        return group
     }
 
     /// A client's plain subscriptions, and its shared ones as (group, filter after `$share/{group}/`) in

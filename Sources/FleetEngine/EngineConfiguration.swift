@@ -230,6 +230,9 @@ public struct EngineConfiguration: Sendable {
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
     public var batchedSends = true
 
+    /// Every broker address clients may connect to: `brokers` and each fleet's own endpoints.
+    var allBrokerAddresses: [SocketAddress] { brokers + fleets.flatMap { $0.endpoints.map(\.address) } }
+
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
                 lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 0,
                 readyTimeout: UInt64 = 30_000_000_000, drainTimeout: UInt64 = 5_000_000_000) {

@@ -245,16 +245,28 @@ struct TCPSocketLowWatermarkTests {
         return queued
     }
 
+    /// A loopback pair whose receiver has SO_RCVLOWAT 8 and is watched for readability under `token`.
+    static func pairWatchedAtMark8(token: UInt64) throws -> (sender: TCPSocket, receiver: TCPSocket, epoll: Epoll) {
+        let (sender, receiver) = try loopbackPair()
+        do {
+            try receiver.setReceiveLowWatermark(8)
+            let epoll = try Epoll(capacity: 4)
+            try epoll.add(receiver.fileDescriptor, events: .readable, token: token)
+            return (sender, receiver, epoll)
+        } catch {
+            try? sender.close()
+            try? receiver.close()
+            throw error
+        }
+    }
+
     @Test("with the mark at 8, 7 queued bytes are not readable to epoll and the 8th byte makes them so")
     func readableOnlyAtTheMark() throws {
-        let (sender, receiver) = try Self.loopbackPair()
+        let (sender, receiver, epoll) = try Self.pairWatchedAtMark8(token: 3)
         defer {
             try? sender.close()
             try? receiver.close()
         }
-        try receiver.setReceiveLowWatermark(8)
-        let epoll = try Epoll(capacity: 4)
-        try epoll.add(receiver.fileDescriptor, events: .readable, token: 3)
         try writeAll([1, 2, 3, 4, 5, 6, 7], to: sender)
         #expect(Self.awaitQueued(7, on: receiver) == 7)
         #expect(try epoll.wait(timeoutMilliseconds: 0) == 0)
@@ -268,14 +280,11 @@ struct TCPSocketLowWatermarkTests {
 
     @Test("end of stream is reported readable with fewer bytes queued than the mark, and those bytes are read")
     func endOfStreamBelowTheMark() throws {
-        let (sender, receiver) = try Self.loopbackPair()
+        let (sender, receiver, epoll) = try Self.pairWatchedAtMark8(token: 4)
         defer {
             try? sender.close()
             try? receiver.close()
         }
-        try receiver.setReceiveLowWatermark(8)
-        let epoll = try Epoll(capacity: 4)
-        try epoll.add(receiver.fileDescriptor, events: .readable, token: 4)
         try writeAll([9, 9, 9], to: sender)
         #expect(Self.awaitQueued(3, on: receiver) == 3)
         #expect(try epoll.wait(timeoutMilliseconds: 0) == 0)
