@@ -36,6 +36,9 @@ let package = Package(
         .target(name: "FleetJSON", dependencies: ["CJansson"]),
         .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CSendRing"]),
         .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec"]),
+        // The vehicle model behind `{vehicle.*}`: roads (GeoJSON or generated), trips, battery, GNSS error.
+        // Pure arithmetic over immutable roads; libm is its only system import.
+        .target(name: "FleetVehicle", dependencies: ["FleetJSON"]),
         .target(
             name: "FleetEngine",
             dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "CLinux"]),
@@ -62,6 +65,9 @@ let package = Package(
             name: "MetricsBenchmark", dependencies: ["FleetMetrics", "FleetReports", "CAllocCounter"],
             path: "Benchmarks/MetricsBenchmark"),
         .executableTarget(
+            name: "VehicleBenchmark", dependencies: ["FleetVehicle", "CAllocCounter"],
+            path: "Benchmarks/VehicleBenchmark"),
+        .executableTarget(
             name: "EngineBenchmark",
             dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
             path: "Benchmarks/EngineBenchmark"),
@@ -74,6 +80,7 @@ let package = Package(
         .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker"]),
         .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetTestSupport", "FleetBroker"]),
         .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario"]),
+        .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
