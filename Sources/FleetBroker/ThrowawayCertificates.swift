@@ -9,6 +9,8 @@ import Foundation
 public struct ThrowawayCertificates: Sendable {
     public let directory: String
     public var caFile: String { directory + "/ca.pem" }
+    /// The CA's private key (unencrypted PEM), for minting more certificates from this CA.
+    public var caKey: String { directory + "/ca.key" }
     public var serverCertificate: String { directory + "/server.pem" }
     public var serverKey: String { directory + "/server.key" }
     /// Present when made with `clientCertificate: true`.
@@ -16,6 +18,7 @@ public struct ThrowawayCertificates: Sendable {
     public var clientKey: String { directory + "/client.key" }
     /// Present when made with `unrelatedCA: true`: a CA that signed none of the above.
     public var otherCAFile: String { directory + "/other-ca.pem" }
+    public var otherCAKey: String { directory + "/other-ca.key" }
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String

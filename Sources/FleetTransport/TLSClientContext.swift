@@ -97,6 +97,12 @@ public final class TLSClientContext: @unchecked Sendable {
     ) throws(TLSError) -> TLSConnection {
         try TLSConnection(context: self, serverName: serverName, clientCertificate: clientCertificate)
     }
+
+    /// A client connection presenting an in-memory identity (a certificate minted by `TLSCertificateMinter`),
+    /// which overrides the fleet's certificate file for this client.
+    public func makeConnection(serverName: String, identity: TLSClientIdentity) throws(TLSError) -> TLSConnection {
+        try TLSConnection(context: self, serverName: serverName, clientCertificate: nil, identity: identity)
+    }
 }
 
 /// OpenSSL's per-thread error queue. It must be left empty after every failure, or a later SSL_get_error on the

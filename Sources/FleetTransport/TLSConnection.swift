@@ -45,7 +45,10 @@ public final class TLSConnection {
     /// Ciphertext that arrived with the last handshake flight but belongs to the records after it; rare and small.
     private var leftover: [UInt8] = []
 
-    init(context: TLSClientContext, serverName: String, clientCertificate: TLSClientCertificate?) throws(TLSError) {
+    init(
+        context: TLSClientContext, serverName: String, clientCertificate: TLSClientCertificate?,
+        identity: TLSClientIdentity? = nil
+    ) throws(TLSError) {
         self.context = context
         self.serverName = serverName
         ERR_clear_error()
@@ -61,12 +64,12 @@ public final class TLSConnection {
         SSL_set_bio(made, bio, bio)
         BIO_set_data(bio, Unmanaged.passUnretained(self).toOpaque())
         // On a throw every stored property is set, so deinit runs and frees the SSL (and with it the BIO).
-        try configure(clientCertificate: clientCertificate)
+        try configure(clientCertificate: clientCertificate, identity: identity)
     }
 
     deinit { SSL_free(ssl) }
 
-    private func configure(clientCertificate: TLSClientCertificate?) throws(TLSError) {
+    private func configure(clientCertificate: TLSClientCertificate?, identity: TLSClientIdentity?) throws(TLSError) {
         let isIPLiteral = Self.isIPAddress(serverName)
         // RFC 6066 §3: literal IPv4 and IPv6 addresses are not permitted in server_name.
         if !isIPLiteral && !serverName.isEmpty && fb_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
@@ -96,7 +99,18 @@ public final class TLSConnection {
                 throw TLSError(.configuration, "client key does not match its certificate: \(TLSErrorQueue.drainedReason())")
             }
         }
+        if let identity { try use(identity) }
         SSL_set_connect_state(ssl)
+    }
+
+    /// An in-memory identity (a minted certificate): its certificate and key objects are shared, not parsed.
+    private func use(_ identity: TLSClientIdentity) throws(TLSError) {
+        guard SSL_use_certificate(ssl, identity.certificate) == 1 else {
+            throw TLSError(.configuration, "cannot use the certificate of \(identity.commonName): \(TLSErrorQueue.drainedReason())")
+        }
+        guard SSL_use_PrivateKey(ssl, identity.key) == 1 else {
+            throw TLSError(.configuration, "cannot use the key of \(identity.commonName): \(TLSErrorQueue.drainedReason())")
+        }
     }
 
     static func isIPAddress(_ host: String) -> Bool {

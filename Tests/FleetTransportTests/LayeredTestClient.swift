@@ -40,11 +40,12 @@ final class LayeredTestClient {
     /// completes the upgrade. Throws TLSError or WebSocketError with the layer's own reason.
     static func connect(
         port: UInt16, tls context: TLSClientContext? = nil, serverName: String = "127.0.0.1",
-        clientCertificate: TLSClientCertificate? = nil, websocketPath: String? = nil,
+        clientCertificate: TLSClientCertificate? = nil, identity: TLSClientIdentity? = nil, websocketPath: String? = nil,
         subprotocols: [String] = ["mqtt"], maskSeed: UInt64 = 42, feedCiphertextByteByByte: Bool = false
     ) throws -> LayeredTestClient {
         let socket = try connectThroughEpoll(to: SocketAddress(ipAddress: "127.0.0.1", port: port))
-        let tls = try context?.makeConnection(serverName: serverName, clientCertificate: clientCertificate)
+        let tls = try identity.map { identity in try context?.makeConnection(serverName: serverName, identity: identity) }
+            ?? context?.makeConnection(serverName: serverName, clientCertificate: clientCertificate)
         let client = LayeredTestClient(socket: socket, tls: tls)
         client.feedCiphertextByteByByte = feedCiphertextByteByByte
         if let tls { try client.handshake(tls) }
