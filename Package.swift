@@ -68,6 +68,9 @@ let package = Package(
             name: "VehicleBenchmark", dependencies: ["FleetVehicle", "CAllocCounter"],
             path: "Benchmarks/VehicleBenchmark"),
         .executableTarget(
+            name: "IdentityBenchmark", dependencies: ["FleetTransport", "FleetScenario", "FleetBroker"],
+            path: "Benchmarks/IdentityBenchmark"),
+        .executableTarget(
             name: "EngineBenchmark",
             dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
             path: "Benchmarks/EngineBenchmark"),
