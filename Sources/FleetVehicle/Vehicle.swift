@@ -63,7 +63,6 @@ public struct Vehicle: Sendable {
         directed = UInt32(place.index) << 1 | (reversed ? 1 : 0)
         let length = network.segments[place.index].length
         offset = Float(reversed ? length - place.offset : place.offset)
-        next = 0
         odometerAtLegStart = random.next(in: configuration.initialOdometerKm) * 1000
         socAtLegStart = random.next(in: configuration.initialSoc)
         legStart = 0
@@ -71,6 +70,7 @@ public struct Vehicle: Sendable {
         profile = .standing(first: 0, second: 0)
         kind = .parked
         flags = []
+        next = directed  // every property must be set before a method runs; replaced at once
         next = chooseNext(after: directed, model: model)
         let meanDrive = (configuration.driveDuration.lowerBound + configuration.driveDuration.upperBound) / 2
         let meanPark = (configuration.parkDuration.lowerBound + configuration.parkDuration.upperBound) / 2
