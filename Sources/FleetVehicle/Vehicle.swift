@@ -142,6 +142,16 @@ public struct Vehicle: Sendable {
             segment: segmentIndex)
     }
 
+    /// Whether the vehicle is on a tunnel segment at `time` nanoseconds after the start of the run: what a link
+    /// that tunnels cut needs to know, without computing a whole sample (same rules as `sample(at:model:)`).
+    public mutating func isInTunnel(at time: UInt64, model: VehicleModel) -> Bool {
+        let seconds = Double(time) * 1e-9
+        while seconds >= legStart + profile.duration {
+            finishLeg(model: model)
+        }
+        return model.network.segments[RoadNetwork.segmentIndex(directed)].isTunnel
+    }
+
     /// A smoothly drifting horizontal error: fresh random offsets (each axis within ±noisePerAxis, triangular)
     /// every noise period, linearly interpolated between, so the vector never leaves the `gnssNoise` disc.
     @inline(__always)

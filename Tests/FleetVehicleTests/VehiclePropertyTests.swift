@@ -273,6 +273,14 @@ struct VehiclePropertyTests {
                 }
             }
         }
+        // The cheaper question a link asks gives the same answer as a full sample.
+        let model = try VehicleModel(network: network, configuration: compressedConfiguration(), seed: 42)
+        var asked = Vehicle(model: model, index: 0)
+        var sampled = Vehicle(model: model, index: 0)
+        for second in stride(from: UInt64(0), to: 2000, by: 1) {
+            let time = second * 1_000_000_000
+            bySegment.check(asked.isInTunnel(at: time, model: model) == sampled.sample(at: time, model: model).inTunnel, "isInTunnel at \(second) s")
+        }
         #expect(bySegment.count == 0, "\(bySegment)")
         #expect(byMap.count == 0, "\(byMap)")
         #expect(checked > 9_900)
