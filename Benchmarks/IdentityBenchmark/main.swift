@@ -30,7 +30,7 @@ func residentBytes() -> Int {
 func fscanf_pair(_ file: UnsafeMutablePointer<FILE>, _ a: UnsafeMutablePointer<Int>, _ b: UnsafeMutablePointer<Int>) -> Bool {
     var line = [CChar](repeating: 0, count: 256)
     guard fgets(&line, 256, file) != nil else { return false }
-    let fields = String(cString: line).split(separator: " ")
+    let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: " ")
     guard fields.count >= 2, let first = Int(fields[0]), let second = Int(fields[1]) else { return false }
     a.pointee = first
     b.pointee = second
