@@ -22,8 +22,11 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
         // epoll, eventfd and timerfd are not exported by Glibc's Swift overlay; part of libc (no package).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        // A minimal io_uring for batching a lane's writes into one system call (no liburing package needed).
-        .target(name: "CSendRing", path: "Sources/CSendRing"),
+        .systemLibrary(
+            name: "CURing", path: "Sources/CURing", pkgConfig: "liburing",
+            providers: [.apt(["liburing-dev"])]),
+        // A lane's io_uring over liburing (batched end-of-turn writes), behind a small C interface.
+        .target(name: "CLaneRing", dependencies: ["CURing"], path: "Sources/CLaneRing"),
         // Counts malloc calls so benchmarks can print allocations per operation.
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
@@ -34,7 +37,7 @@ let package = Package(
 
         // MARK: Layers with I/O or C libraries
         .target(name: "FleetJSON", dependencies: ["CJansson"]),
-        .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CSendRing"]),
+        .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CLaneRing"]),
         .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec"]),
         // The vehicle model behind `{vehicle.*}`: roads (GeoJSON or generated), trips, battery, GNSS error.
         // Pure arithmetic over immutable roads; libm is its only system import.

@@ -1,4 +1,4 @@
-import CSendRing
+import CLaneRing
 import Glibc
 
 /// A lane's end-of-turn writes handed to the kernel in one system call (io_uring), instead of one send(2) per
@@ -24,38 +24,48 @@ public final class SendRing {
         case notSubmitted
     }
 
-    private var ring = fb_send_ring()
+    /// The kernel's ring (liburing); nil once a submission failed and the ring was closed.
+    private var ring: OpaquePointer?
+    /// Completions copied out of the ring, a batch at a time.
+    private let completions: UnsafeMutablePointer<fb_ring_completion>
+    private static let completionBatch = 256
     /// Submission slots: this many sends can be prepared before `submit` must run.
     public let capacity: Int
     /// False after a failed submission: the ring is closed and every later `prepare` is refused.
-    public private(set) var isUsable = true
+    public var isUsable: Bool { ring != nil }
 
     /// Opens a ring with at least `capacity` slots (rounded up to a power of two by the kernel; at most 32,768,
     /// beyond which it throws EINVAL). Throws when the kernel has no io_uring or forbids it (ENOSYS, EPERM: e.g. a
     /// container's seccomp profile, kernel.io_uring_disabled): the caller then writes with send(2).
     public init(capacity: Int = 1024) throws(SystemError) {
-        let result = fb_send_ring_open(&ring, UInt32(clamping: max(1, capacity)))
-        if result < 0 { throw SystemError(call: "io_uring_setup", errno: -result) }
-        self.capacity = Int(ring.entries)
+        var ring: OpaquePointer?
+        let result = fb_ring_open(&ring, UInt32(clamping: max(1, capacity)), 0)
+        guard result == 0, let ring else { throw SystemError(call: "io_uring_setup", errno: -result) }
+        self.ring = ring
+        self.capacity = Int(fb_ring_entries(ring))
+        self.completions = .allocate(capacity: Self.completionBatch)
     }
 
-    deinit { fb_send_ring_close(&ring) }
+    deinit {
+        fb_ring_close(ring)
+        completions.deallocate()
+    }
 
     /// Sends prepared and not yet submitted.
-    public var pendingCount: Int { Int(fb_send_ring_pending(&ring)) }
+    public var pendingCount: Int { ring.map { Int(fb_ring_prepared($0)) } ?? 0 }
 
-    /// Prepares one send of `bytes` on `socket`, reported back under `token`. The bytes must stay where they are,
-    /// unchanged, until `submit` returns. False when every slot is taken (submit first) or the ring is unusable.
+    /// Prepares one send of `bytes` on `socket`, reported back under `token` (below 2^56). The bytes must stay
+    /// where they are, unchanged, until `submit` returns. False when every slot is taken (submit first) or the ring
+    /// is unusable.
     @inline(__always)
     public func prepare(_ socket: TCPSocket, _ bytes: UnsafeRawBufferPointer, token: UInt64) -> Bool {
-        guard isUsable, let base = bytes.baseAddress, bytes.count > 0 else { return false }
-        return fb_send_ring_prepare(&ring, socket.fileDescriptor, base, UInt32(clamping: bytes.count), token) == 0
+        guard let ring, let base = bytes.baseAddress, bytes.count > 0 else { return false }
+        return fb_ring_prepare_send(ring, socket.fileDescriptor, base, UInt32(clamping: bytes.count), token) == 0
     }
 
     /// Tests only: the next `submit` fails as if the kernel refused the batch (io_uring_enter gets EBADF).
     func simulateKernelRefusal() {
-        Glibc.close(ring.fd)
-        ring.fd = -1
+        if let ring { fb_ring_close_descriptor(ring) }
     }
 
     /// Submits every prepared send, waits until all have completed, and reports each with its token (in
@@ -63,23 +73,29 @@ public final class SendRing {
     /// `.notSubmitted`, the ring is closed (`isUsable` becomes false) and the error is returned.
     @discardableResult
     public func submit(_ report: (UInt64, Completion) -> Void) -> SystemError? {
-        var unsubmitted: UInt32 = 0
-        let result = fb_send_ring_submit(&ring, &unsubmitted)
-        var token: UInt64 = 0
-        var value: Int32 = 0
-        while fb_send_ring_next_completion(&ring, &token, &value) == 1 {
-            if value >= 0 {
-                report(token, .sent(Int(value)))
-            } else if -value == EAGAIN || -value == EWOULDBLOCK {
-                report(token, .wouldBlock)
-            } else {
-                report(token, .failed(errno: -value))
+        guard let ring else { return nil }
+        let result = fb_ring_submit(ring)
+        while true {
+            let count = Int(fb_ring_drain(ring, completions, UInt32(Self.completionBatch)))
+            for index in 0..<count {
+                let completion = completions[index]
+                let value = completion.result
+                if value >= 0 {
+                    report(completion.token, .sent(Int(value)))
+                } else if -value == EAGAIN || -value == EWOULDBLOCK {
+                    report(completion.token, .wouldBlock)
+                } else {
+                    report(completion.token, .failed(errno: -value))
+                }
             }
+            if count < Self.completionBatch { break }
         }
         guard result < 0 else { return nil }
-        while fb_send_ring_next_unsubmitted(&ring, &token) == 1 { report(token, .notSubmitted) }
-        isUsable = false
-        fb_send_ring_close(&ring)
+        var kind: UInt32 = 0
+        var token: UInt64 = 0
+        while fb_ring_next_unsubmitted(ring, &kind, &token) == 1 { report(token, .notSubmitted) }
+        fb_ring_close(ring)
+        self.ring = nil
         return SystemError(call: "io_uring_enter", errno: -result)
     }
 }
