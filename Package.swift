@@ -54,8 +54,10 @@ let package = Package(
         // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
         .target(name: "FleetBroker"),
 
-        // MARK: Test support: a scriptable fake broker for faults a real broker will not produce
-        .target(name: "FleetTestSupport", dependencies: ["MQTTCodec", "FleetBroker"]),
+        // MARK: Test support: a scriptable fake broker for faults a real broker will not produce, a thread without io_uring
+        .target(name: "FleetTestSupport", dependencies: ["MQTTCodec", "FleetBroker", "CSeccomp"]),
+        // Forbids io_uring on one thread (a seccomp filter), for the tests of the send(2) fallback.
+        .target(name: "CSeccomp", path: "Sources/CSeccomp"),
 
         // MARK: Benchmarks (swift run -c release <name>)
         .executableTarget(
@@ -83,7 +85,7 @@ let package = Package(
         .testTarget(name: "MQTTSessionTests", dependencies: ["MQTTSession", "MQTTCodec"]),
         .testTarget(name: "FleetMetricsTests", dependencies: ["FleetMetrics"]),
         .testTarget(name: "FleetJSONTests", dependencies: ["FleetJSON"]),
-        .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker"]),
+        .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker", "FleetTestSupport"]),
         .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetTestSupport", "FleetBroker"]),
         .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario"]),
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),

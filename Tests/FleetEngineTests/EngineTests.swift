@@ -1,5 +1,7 @@
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
+import Glibc
 @testable import FleetTransport
 import MQTTCodec
 import MQTTSession
@@ -99,6 +101,33 @@ struct EngineTests {
         #expect(result.counters.disconnects == [.clientInitiated: 5])
         #expect(!ring.isUsable)
         #expect(result.sendPath == .mixed)
+    }
+
+    /// An engine built where io_uring_setup fails (a container's seccomp profile: EPERM; an old kernel: ENOSYS) has
+    /// no rings: every lane writes with send(2), the result names the kernel's refusal, and nothing is lost.
+    @Test("where the kernel forbids io_uring or has none, the engine writes with send(2), says why, and loses nothing",
+          arguments: [
+              (EPERM, "io_uring_setup failed: Operation not permitted (errno 1)"),
+              (ENOSYS, "io_uring_setup failed: Function not implemented (errno 38)"),
+          ])
+    func unavailableRingFallsBack(code: Int32, reason: String) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let configuration = try Self.roundTripConfiguration(broker, qos: .exactlyOnce, lanes: 2)
+        #expect(configuration.batchedSends)
+        // Built on a thread without io_uring (the lanes open their rings in the engine's initializer), run here.
+        let (engine, filteredThreadsLeft) = try ThreadWithoutIOURing.run(failingWith: code) {
+            try Engine(configuration: configuration)
+        }
+        #expect(filteredThreadsLeft == 0)
+        #expect(engine.lanes.count == 2)
+        #expect(engine.lanes.allSatisfy { $0.sendRing == nil && $0.sendRingError == SystemError(call: "io_uring_setup", errno: code) })
+        let result = engine.run(duration: 1_000_000_000)
+        Self.expectExactRoundTrip(result, qos: .exactlyOnce)
+        #expect(result.counters.connectFailures.isEmpty)
+        #expect(result.counters.disconnects == [.clientInitiated: 5])
+        #expect(result.sendPath == .send)
+        #expect(result.sendRingUnavailable == reason)
     }
 
     static let ioUringAvailable = (try? SendRing(capacity: 2)) != nil

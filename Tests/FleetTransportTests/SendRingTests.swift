@@ -1,3 +1,4 @@
+import FleetTestSupport
 @testable import FleetTransport
 import Glibc
 import Testing
@@ -133,6 +134,48 @@ struct SendRingTests {
         #expect(try SendRing(capacity: 32_768).capacity == 32_768)
         let error = #expect(throws: SystemError.self) { try SendRing(capacity: 32_769) }
         #expect(error == SystemError(call: "io_uring_setup", errno: EINVAL))
+    }
+
+    @Test("more completions than one drain batch (600 sends in one submission): each token reported once, with its count")
+    func manyCompletionsInOneSubmission() throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
+        let pairs = try (0..<3).map { _ in try LoopbackPair() }
+        defer { pairs.forEach { $0.close() } }
+        let ring = try SendRing(capacity: 1_024)
+        // 600 sends of 1 to 3 bytes, round-robin over the sockets (each gets every length).
+        func length(_ token: Int) -> Int { 1 + (token / 3) % 3 }
+        var expected: [[UInt8]] = [[], [], []]
+        for token in 0..<600 {
+            let chunk = patterned(length(token), seed: token)
+            expected[token % 3] += chunk
+            #expect(pinned.prepare(ring, pairs[token % 3].sender, chunk, token: UInt64(token)))
+        }
+        #expect(ring.pendingCount == 600)
+        var order: [UInt64] = []
+        var completions: [UInt64: SendRing.Completion] = [:]
+        let error = ring.submit { token, completion in
+            order.append(token)
+            completions[token] = completion
+        }
+        #expect(error == nil)
+        #expect(order.count == 600)
+        #expect(completions == Dictionary(uniqueKeysWithValues: (0..<600).map { (UInt64($0), .sent(length($0))) }))
+        #expect(ring.pendingCount == 0)
+        for (index, pair) in pairs.enumerated() {
+            #expect(try Self.everythingSent(through: pair, atMost: expected[index].count) == expected[index])
+        }
+    }
+
+    @Test("a token of 56 bits comes back unchanged", arguments: [UInt64(0), UInt64(1) << 32, (UInt64(1) << 56) - 1])
+    func largestToken(token: UInt64) throws {
+        let pinned = PinnedBytes()
+        defer { withExtendedLifetime(pinned) {} }  // the ring reads the bytes at submit
+        let pair = try LoopbackPair()
+        defer { pair.close() }
+        let ring = try SendRing(capacity: 2)
+        #expect(pinned.prepare(ring, pair.sender, [9, 8, 7], token: token))
+        #expect(Self.submitAll(ring).completions == [token: [.sent(3)]])
     }
 
     @Test("a ring of 4 refuses a 5th prepare until submit; the sends leave in the order prepared")
@@ -351,5 +394,21 @@ struct SendRingTests {
         #expect(ring.isUsable)
         #expect(try Self.everythingSent(through: pairs[0], atMost: 10) == before)
         #expect(try Self.everythingSent(through: pairs[1], atMost: 20) == after)
+    }
+}
+
+/// Where io_uring cannot be opened the engine writes with send(2): the ring must say why, with the kernel's errno.
+@Suite("SendRing where the kernel forbids io_uring or has none")
+struct SendRingUnavailableTests {
+    @Test("io_uring_setup refused (EPERM: a seccomp profile, kernel.io_uring_disabled) or missing (ENOSYS): the ring throws that errno from io_uring_setup",
+          arguments: [EPERM, ENOSYS])
+    func refusedOpen(code: Int32) throws {
+        let (outcome, filteredThreadsLeft) = try ThreadWithoutIOURing.run(failingWith: code) {
+            Result { () throws(SystemError) in try SendRing(capacity: 4) }
+        }
+        #expect(filteredThreadsLeft == 0)
+        #expect(throws: SystemError(call: "io_uring_setup", errno: code)) { try outcome.get() }
+        // The filter made the difference: on any other thread the ring opens wherever this kernel allows it.
+        #expect(((try? SendRing(capacity: 4)) != nil) == SendRingSupport.available)
     }
 }
