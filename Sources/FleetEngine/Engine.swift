@@ -39,6 +39,8 @@ public final class Engine: @unchecked Sendable {
     /// Called once on `run`'s thread when the start barrier opened and publishing begins (every client
     /// connected and subscribed, or `readyTimeout` passed), before the first `shouldStop` poll of that phase.
     public var onPublishStart: (@Sendable () -> Void)?
+    /// Called once on `run`'s thread when publishing has stopped on every lane, before the drain.
+    public var onPublishEnd: (@Sendable () -> Void)?
 
     struct ReadyState {
         var count = 0
@@ -271,21 +273,17 @@ public final class Engine: @unchecked Sendable {
         }
         phases.publishStart = MonotonicClock.now()
         onPublishStart?()
-        for lane in lanes {
-            lane.queue.async {
-                lane.publishing = true
-                for client in lane.clients.indices { lane.startPublishing(client) }
-                lane.turn()
-            }
-        }
+        for lane in lanes { lane.queue.async { lane.beginPublishing() } }
         let publishEnd = (configuration.waitForReady ? phases.publishStart : origin) &+ duration
         while MonotonicClock.now() < publishEnd && !shouldStop() { usleep(50_000) }
-        for lane in lanes { lane.queue.sync { lane.publishing = false } }
+        for lane in lanes { lane.queue.sync { lane.endPublishing() } }
         phases.publishEnd = MonotonicClock.now()
+        onPublishEnd?()
         drain()
         phases.drainEnd = MonotonicClock.now()
         for lane in lanes {
             lane.queue.sync {
+                lane.countUnackedAtEnd()
                 lane.stop()
                 lane.emitDueSnapshots()
                 lane.emitSnapshot(end: lane.now, isFinal: true)
@@ -300,24 +298,30 @@ public final class Engine: @unchecked Sendable {
         return collect(merger: merger, phases: phases)
     }
 
-    /// Waits until no QoS 1/2 message is in flight and deliveries stopped arriving (or the drain timeout).
+    /// The end of a run: waits while anything is outstanding, up to `drainTimeout`. Outstanding: a QoS 1/2
+    /// message awaiting its ack within its deadline, on a client that may still get it (connected, or offline
+    /// with a reconnect to come), or deliveries still arriving (the received count moved in the last 100 ms).
+    /// Acks whose deadline passes during the drain are ack timeouts of their kind; what is still awaited when
+    /// it ends is `unackedAtEnd`.
     private func drain() {
         let deadline = MonotonicClock.now() &+ configuration.drainTimeout
         var lastReceived: UInt64 = .max
         while MonotonicClock.now() < deadline {
-            var inFlight = 0
+            var outstanding = 0
             var received: UInt64 = 0
             for lane in lanes {
                 lane.queue.sync {
-                    for client in lane.clients where client.phase == .connected {
-                        inFlight += client.session.inFlightCount
+                    for client in lane.clients where client.phase != .finished {
+                        let awaiting = client.session.awaitingWithinDeadline
+                        outstanding += awaiting.qos1 + awaiting.qos2
                     }
                     for fleet in lane.metrics.fleets { received &+= fleet.counters.received.total }
                 }
             }
-            if inFlight == 0 && received == lastReceived { return }
+            if outstanding == 0 && received == lastReceived { return }
             lastReceived = received
-            usleep(100_000)
+            let left = deadline > MonotonicClock.now() ? deadline - MonotonicClock.now() : 0
+            usleep(UInt32(min(100_000, max(1_000, left / 1_000))))
         }
     }
 
@@ -339,6 +343,9 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].foreignMessages += values.foreignMessages
                 fleetResults[fleet].droppedSlots += values.droppedSlots
                 fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
+                fleetResults[fleet].unsentAtEnd += values.unsentAtEnd
+                fleetResults[fleet].unackedAtEnd.add(values.unackedAtEnd)
+                fleetResults[fleet].generatorLag.add(values.generatorLag)
                 fleetResults[fleet].churnSkipped += values.churnSkipped
                 fleetResults[fleet].requestsAnswered += values.requestsAnswered
                 fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
@@ -399,6 +406,9 @@ public final class Engine: @unchecked Sendable {
             result.foreignMessages += values.foreignMessages
             result.droppedSlots += values.droppedSlots
             result.abandonedPublishes += values.abandonedPublishes
+            result.unsentAtEnd += values.unsentAtEnd
+            result.unackedAtEnd.add(values.unackedAtEnd)
+            result.generatorLag.add(values.generatorLag)
             for qos in 0..<3 { result.delivery[qos].add(values.delivery[qos]) }
             result.fleets[fleets[fleet].configuration.name] = values
         }
@@ -546,6 +556,12 @@ public struct EngineResult: Sendable {
     public var foreignMessages: UInt64 = 0
     public var droppedSlots: UInt64 = 0
     public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
+    public var unsentAtEnd: UInt64 = 0
+    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
+    public var unackedAtEnd = PerQoSCounts()
+    /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
+    public var generatorLag = HDRHistogram()
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
     /// 0 means every receive time was taken as soon as the bytes could be read.
     public var coalescingPauses: UInt64 = 0
@@ -587,6 +603,12 @@ public struct EngineFleetResult: Sendable {
     public var foreignMessages: UInt64 = 0
     public var droppedSlots: UInt64 = 0
     public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
+    public var unsentAtEnd: UInt64 = 0
+    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
+    public var unackedAtEnd = PerQoSCounts()
+    /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
+    public var generatorLag = HDRHistogram()
 
     /// Responder side: requests answered, and requests that could not be (no reply topic, window full, closed).
     public var requestsAnswered: UInt64 = 0

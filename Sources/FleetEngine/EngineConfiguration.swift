@@ -137,6 +137,9 @@ public struct EngineFleet: Sendable {
     public var connectRate: Double?
     /// Connects (TCP connect to CONNACK) in flight at once for this fleet.
     public var maxConnectsInFlight: Int
+    /// How long TCP connect, TLS handshake and WebSocket upgrade together may take (ns); the CONNACK deadline
+    /// (`session.timeouts.connAck`) then counts from CONNECT sent.
+    public var connectTimeout: UInt64 = 12_000_000_000
     /// The fleet's first connects begin this long (ns) after the run starts.
     public var startOffset: UInt64 = 0
     /// Makes every client of the fleet answer requests on its command topic.
@@ -206,7 +209,9 @@ public struct EngineConfiguration: Sendable {
     public var tickNanoseconds: UInt64
     /// Publishing starts once every client is connected and subscribed, or after this long.
     public var readyTimeout: UInt64
-    /// After publishing ends, how long to wait for acks and deliveries still in flight.
+    /// After publishing ends, how long at most to wait for acks and deliveries still outstanding (the run goes on
+    /// as soon as nothing is). 15 s by default, the default ack timeout: a message sent at the last moment
+    /// gets its whole deadline. What is still awaited then is `EngineResult.unackedAtEnd`.
     public var drainTimeout: UInt64
     /// True: publishing starts for everyone at once when every client is ready (or `readyTimeout` passed), so
     /// subscribers never miss the start of a stream. False: each client starts its streams as soon as it is
@@ -235,7 +240,7 @@ public struct EngineConfiguration: Sendable {
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
                 lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 0,
-                readyTimeout: UInt64 = 30_000_000_000, drainTimeout: UInt64 = 5_000_000_000) {
+                readyTimeout: UInt64 = 30_000_000_000, drainTimeout: UInt64 = 15_000_000_000) {
         self.fleets = fleets
         self.brokers = brokers
         self.sourceAddresses = sourceAddresses

@@ -13,6 +13,7 @@ extension Lane {
         metrics.fleets[clients[client].fleet].latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
         clients[client].phase = .connected
         clients[client].attempt = 0
+        clients[client].sendableSince = now
         markConnected(client)
         let firstTime = !clients[client].hasConnectedBefore
         clients[client].hasConnectedBefore = true
@@ -75,6 +76,44 @@ extension Lane {
         }
     }
 
+    /// The start barrier opened: every connected client starts its schedules. The clock is read afresh first:
+    /// `now` is the start of the lane's last turn, which on an idle lane may be up to a second old, and
+    /// schedules starting from it would begin with that much lag.
+    func beginPublishing() {
+        now = MonotonicClock.now()
+        publishing = true
+        for client in clients.indices { startPublishing(client) }
+        turn()
+    }
+
+    /// The publishing phase is over. What is due by now gets a last chance to go out (a slot due within the
+    /// last tick has not been fired yet); then every slot due by now and still unsent is counted in
+    /// `unsentAtEnd`: held back by a full window or socket, or by its client being offline.
+    func endPublishing() {
+        now = MonotonicClock.now()
+        for client in clients.indices where clients[client].phase == .connected { publishDue(client) }
+        flushDirty()
+        publishing = false
+        for client in clients.indices {
+            for stream in clients[client].streams.indices {
+                let state = clients[client].streams[stream]
+                var unsent: UInt64 = state.pending == nil ? 0 : 1
+                if let schedule = state.schedule { unsent &+= schedule.slotsDue(by: now) }
+                metrics.fleets[clients[client].fleet].unsentAtEnd &+= unsent
+            }
+        }
+    }
+
+    /// The drain is over: every QoS 1/2 message still awaiting its ack within its deadline, on any client
+    /// (offline ones keep theirs in a persistent session), is `unackedAtEnd`.
+    func countUnackedAtEnd() {
+        for client in clients.indices {
+            let awaiting = clients[client].session.awaitingWithinDeadline
+            metrics.fleets[clients[client].fleet].unackedAtEnd.qos1 &+= UInt64(awaiting.qos1)
+            metrics.fleets[clients[client].fleet].unackedAtEnd.qos2 &+= UInt64(awaiting.qos2)
+        }
+    }
+
     /// Starts every stream's schedule of a connected client (once; later connects resume the same schedule).
     func startPublishing(_ client: Int) {
         guard clients[client].phase == .connected else { return }
@@ -108,7 +147,10 @@ extension Lane {
     /// refilling in halves sends the backlog 16 messages to a write. The window is still honoured, the wait shows
     /// as schedule lag, and a client that never fills its window is not affected.
     func windowOpened(_ client: Int) {
-        if clients[client].awaitingWindow && freeWindowSlotsMissing(client) > 0 { return }
+        if clients[client].awaitingWindow {
+            if freeWindowSlotsMissing(client) > 0 { return }
+            clients[client].sendableSince = now
+        }
         publishDue(client)
     }
 
@@ -230,7 +272,12 @@ extension Lane {
             metrics.fleets[clients[client].fleet].counters.published[QoSLevel(state.qos)] += 1
             metrics.publishedPerStream[Int(state.streamID)] += 1
             if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
-            metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: due.lag / 1000)
+            // Lag at the actual send: a message first refused by a full window goes out later than the turn
+            // that handed it out.
+            let lag = now > due.intendedTime ? now - due.intendedTime : 0
+            metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: lag / 1000)
+            let sendableFrom = max(due.intendedTime, clients[client].sendableSince)
+            metrics.fleets[clients[client].fleet].generatorLag.record(now > sendableFrom ? (now - sendableFrom) / 1000 : 0)
             return true
         case .windowFull:
             clients[client].awaitingWindow = true

@@ -43,6 +43,15 @@ public struct FleetLaneMetrics: Sendable {
     public var droppedSlots: UInt64 = 0
     /// In-flight messages given up (session lost on reconnect, or connection closed for good).
     public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase that were never sent (window or socket full, the
+    /// client offline): counted once, when publishing stops.
+    public var unsentAtEnd: UInt64 = 0
+    /// QoS 1/2 messages still awaiting their ack, within its deadline, when the drain ended (by QoS).
+    public var unackedAtEnd = PerQoSCounts()
+    /// How late each message left beyond both its slot and the moment its client could send (connected, window
+    /// open, socket writable), µs: the generator's own lateness, which a broker outage or backpressure does not
+    /// inflate (schedule lag includes both). What the saturation check judges.
+    public var generatorLag = HDRHistogram()
     /// Responder side: requests answered, and requests that could not be (no reply topic, window full).
     public var requestsAnswered: UInt64 = 0
     public var requestsUnanswered: UInt64 = 0
