@@ -69,6 +69,9 @@ extension RunReport {
             JSONMember("io_uring_unavailable", generator.ioUringUnavailable.map { .string($0) } ?? .null),
             JSONMember("source_addresses", .array(generator.sourceAddresses.map { .string($0) })),
             JSONMember("dropped_slots", .count(generator.droppedSlots)),
+            JSONMember("unsent_at_end", .count(generator.unsentAtEnd)),
+            JSONMember("drain_s", .real(generator.drainSeconds)),
+            JSONMember("drain_limit_s", .real(generator.drainLimitSeconds)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),
         ])
@@ -114,7 +117,13 @@ extension RunReport {
         } catch {
             throw ReportError("cannot encode a latency histogram: \(error.description)")
         }
-        return LatencySummary(histogram).members + [JSONMember("hdr", .string(payload))]
+        // Samples recorded as 0 because they came out negative (a receive time before the send time it
+        // carries), and samples beyond the histogram's range: neither shows in the percentiles.
+        return LatencySummary(histogram).members + [
+            JSONMember("clamped_low", .count(histogram.clampedLowCount)),
+            JSONMember("clamped_high", .count(histogram.clampedHighCount)),
+            JSONMember("hdr", .string(payload)),
+        ]
     }
 
     /// Microseconds as milliseconds (three decimals: µs precision).
@@ -204,6 +213,7 @@ extension RunInfo {
         .object([
             JSONMember("started_at", .string(RunReport.rfc3339(startedAt))),
             JSONMember("duration_s", .real(durationSeconds)),
+            JSONMember("publish_s", .real(publishSeconds)),
             JSONMember("interrupted", .bool(interrupted)),
             // Seeds beyond Int64 (JSON readers lose integers past 2^53 anyway) are written as decimal strings.
             JSONMember("seed", seed <= UInt64(Int64.max) ? .integer(Int64(seed)) : .string(String(seed))),
@@ -232,6 +242,7 @@ extension MessageSummary {
             var entry = [JSONMember("published", .count(published[qos]))]
             if qos != .atMostOnce { entry.append(JSONMember("acked", .count(acked[qos]))) }
             entry.append(JSONMember("received", .count(received[qos])))
+            if qos != .atMostOnce { entry.append(JSONMember("unacked_at_end", .count(unackedAtEnd[qos]))) }
             members.append(JSONMember("qos\(qos.rawValue)", .object(entry)))
         }
         members.append(JSONMember("bytes_in", .count(bytesIn)))
@@ -298,7 +309,7 @@ extension FleetReport {
             JSONMember("connections", connections.jsonValue),
             JSONMember("messages", messages.jsonValue),
             JSONMember("delivery", delivery.jsonValue),
-            JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(ackTimeouts, seconds: nil)),
+            JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
             JSONMember("latency_ms", try RunReport.latencyJSON(latency)),
         ])
     }

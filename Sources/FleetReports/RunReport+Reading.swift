@@ -77,7 +77,8 @@ extension RunReport {
                 redacted: scenario.value["redacted"]),
             run: RunInfo(
                 startedAt: startedAt, durationSeconds: try run.number("duration_s"),
-                interrupted: try run.bool("interrupted"), seed: seed),
+                interrupted: try run.bool("interrupted"), seed: seed,
+                publishSeconds: try run.optionalNumber("publish_s") ?? 0),
             brokers: try top.array("brokers").map { element throws(ReportError) in try element.stringValue() },
             brokerEmbedded: try top.bool("broker_embedded"),
             passed: try top.bool("passed"),
@@ -99,6 +100,9 @@ extension RunReport {
                 lanes: Int(try generator.count("lanes")), droppedSlots: try generator.count("dropped_slots"),
                 abandonedPublishes: try generator.count("abandoned_publishes"),
                 foreignMessages: try generator.count("foreign_messages"),
+                unsentAtEnd: UInt64(try generator.optionalNumber("unsent_at_end") ?? 0),
+                drainSeconds: try generator.optionalNumber("drain_s") ?? 0,
+                drainLimitSeconds: try generator.optionalNumber("drain_limit_s") ?? 0,
                 // Absent from reports written before it existed (they read every message at once).
                 receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0),
                 receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0),
@@ -137,6 +141,8 @@ extension MessageSummary {
             published[qos] = try entry.count("published")
             if qos != .atMostOnce { acked[qos] = try entry.count("acked") }
             received[qos] = try entry.count("received")
+            // Absent from reports written before the end-of-run drain counted them.
+            if qos != .atMostOnce { unackedAtEnd[qos] = UInt64(try entry.optionalNumber("unacked_at_end") ?? 0) }
         }
         bytesIn = try object.count("bytes_in")
         bytesOut = try object.count("bytes_out")
@@ -218,6 +224,12 @@ extension FleetReport {
             ackTimeouts: try AckTimeoutCounts(try object.object("ack_timeouts")),
             delivery: try DeliveryByQoS(try object.object("delivery")),
             latency: try LatencyRecorder(try object.object("latency_ms")))
+        // Absent from reports written before fleets had their own.
+        if let limits = try object.object("ack_timeouts").optionalObject("timeouts_s") {
+            for kind in AckKind.allCases {
+                if let seconds = try limits.optionalNumber(kind.reportName) { ackTimeoutSeconds[kind] = seconds }
+            }
+        }
     }
 }
 
@@ -334,8 +346,13 @@ struct JSONField {
     /// The histogram of a latency entry, from its `hdr` payload.
     func histogram() throws(ReportError) -> HDRHistogram {
         let payload = try string("hdr")
+        // Absent from reports written before they were recorded.
+        let clampedLow = UInt64(try optionalNumber("clamped_low") ?? 0)
+        let clampedHigh = UInt64(try optionalNumber("clamped_high") ?? 0)
         do {
-            return try HDRHistogram(decodingBase64: payload)
+            var histogram = try HDRHistogram(decodingBase64: payload)
+            histogram.restoreClampedCounts(low: clampedLow, high: clampedHigh)
+            return histogram
         } catch {
             throw ReportError("\(childPath("hdr")): \(error.description)")
         }
