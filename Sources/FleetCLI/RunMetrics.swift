@@ -67,6 +67,7 @@ struct RunMetrics {
             case "published": return Double(result.counters.published[level])
             case "acked": return qos == 0 ? nil : Double(result.counters.acked[level])
             case "received": return Double(result.counters.received[level])
+            case "unacked_at_end": return qos == 0 ? nil : Double(result.unackedAtEnd[level])
             default: return nil
             }
         case "ack_timeouts":
@@ -93,6 +94,7 @@ struct RunMetrics {
             case "schedule_lag_p99": return lag.totalCount == 0 ? 0 : Double(lag.valueAtPercentile(99)) * 1000
             case "schedule_lag_max": return lag.totalCount == 0 ? 0 : Double(lag.max) * 1000
             case "dropped": return Double(result.droppedSlots)
+            case "unsent_at_end": return Double(result.unsentAtEnd)
             default: return nil
             }
         case "rates":

@@ -18,7 +18,9 @@ enum RunSummary {
             guard published > 0 || received > 0 else { continue }
             let delivery = report.delivery[level]
             var line = "  qos\(level.rawValue)          published \(published)"
-            if level != .atMostOnce { line += ", acked \(report.messages.acked[level])" }
+            if level != .atMostOnce {
+                line += ", acked \(report.messages.acked[level]), unacked at end \(report.messages.unackedAtEnd[level])"
+            }
             line += ", received \(received); expected \(delivery.expected), lost \(delivery.lost), "
                 + "duplicated \(delivery.duplicated), reordered \(delivery.reordered)"
             lines.append(line)
@@ -27,6 +29,9 @@ enum RunSummary {
             let kinds = AckKind.allCases.filter { report.ackTimeouts[$0] > 0 }
                 .map { "\($0.reportName) \(report.ackTimeouts[$0])" }.joined(separator: ", ")
             lines.append("  ack timeouts  \(kinds)")
+        }
+        if report.generator.unsentAtEnd > 0 || report.generator.droppedSlots > 0 {
+            lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd), dropped \(report.generator.droppedSlots)")
         }
         lines.append("  latency (ms)  kind                 count      p50      p90      p99    p99.9      max")
         for kind in report.latency.kindsWithSamples {

@@ -21,7 +21,9 @@ public enum MetricCatalog {
     public static let connectionFields = [
         "attempted", "succeeded", "failed", "failed_ratio", "reconnects", "peak_connected", "disconnects",
     ]
-    public static let generatorFields = ["schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max", "dropped"]
+    public static let generatorFields = ["schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max", "dropped", "unsent_at_end"]
+    /// Counts that exist for QoS 1 and 2 only (QoS 0 awaits no ack).
+    public static let acknowledgedMessageFields = ["unacked_at_end"]
     public static let rateFields = ["published", "received"]
     public static let requestFields = ["sent", "answered", "timed_out"]
 
@@ -36,10 +38,13 @@ public enum MetricCatalog {
         for qos in 0...2 {
             for field in deliveryFields { table.append(("delivery.qos\(qos).\(field)", field == "loss_ratio" ? .ratio : .number)) }
             for field in messageFields { table.append(("messages.qos\(qos).\(field)", .number)) }
+            if qos > 0 { for field in acknowledgedMessageFields { table.append(("messages.qos\(qos).\(field)", .number)) } }
         }
         for kind in ackTimeoutKinds { table.append(("ack_timeouts.\(kind)", .number)) }
         for field in connectionFields { table.append(("connections.\(field)", field == "failed_ratio" ? .ratio : .number)) }
-        for field in generatorFields { table.append(("generator.\(field)", field == "dropped" ? .number : .time)) }
+        for field in generatorFields {
+            table.append(("generator.\(field)", field == "dropped" || field == "unsent_at_end" ? .number : .time))
+        }
         for field in rateFields { table.append(("rates.\(field)", .number)) }
         for field in requestFields { table.append(("requests.\(field)", .number)) }
         return table
