@@ -38,7 +38,7 @@ let package = Package(
         // MARK: Layers with I/O or C libraries
         .target(name: "FleetJSON", dependencies: ["CJansson"]),
         .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CLaneRing"]),
-        .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec"]),
+        .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec", "FleetMetrics"]),
         // The vehicle model behind `{vehicle.*}`: roads (GeoJSON or generated), trips, battery, GNSS error.
         // Pure arithmetic over immutable roads; libm is its only system import.
         .target(name: "FleetVehicle", dependencies: ["FleetJSON"]),
@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "FleetJSONTests", dependencies: ["FleetJSON"]),
         .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker", "FleetTestSupport"]),
         .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetTestSupport", "FleetBroker"]),
-        .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario"]),
+        .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario", "FleetMetrics"]),
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports"]),
