@@ -236,7 +236,9 @@ public enum MetricCatalog {
                                   entry.source, "what the figures are measured from: intended or sent"))
             metrics.append(Metric("latency.\(entry.name).hdr", .text, report: "latency_ms.\(entry.report).hdr",
                                   entry.source, "the histogram, HdrHistogram V2 compressed, base64"))
-            if entry.origin == .intended, !latencies.contains(where: { $0.report == entry.report + ".from_sent" }) {
+            // Schedule lag has no actual-send twin (it is the gap between the two).
+            let hasActualTwin = entry.origin == .intended && entry.kind != .scheduleLag
+            if hasActualTwin, !latencies.contains(where: { $0.report == entry.report + ".from_sent" }) {
                 // The actual-send-time twin report.json writes beside the headline; end_to_end has its own entry
                 // (end_to_end_actual), the others are in the report only.
                 for statistic in latencyStatistics {
@@ -245,7 +247,7 @@ public enum MetricCatalog {
                                           threshold: false, "\(entry.meaning), from the actual send: \(statistic)"))
                 }
             }
-            if entry.origin == .intended {
+            if hasActualTwin {
                 metrics.append(Metric("latency.\(entry.name).from_sent.hdr", .text,
                                       report: "latency_ms.\(entry.report).from_sent.hdr", entry.source,
                                       "the actual-send-time histogram"))
