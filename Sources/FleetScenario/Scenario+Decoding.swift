@@ -1,3 +1,4 @@
+import FleetPayload
 import FleetJSON
 import FleetMetrics
 

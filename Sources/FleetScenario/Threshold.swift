@@ -1,3 +1,4 @@
+import FleetPayload
 import FleetMetrics
 
 public enum ComparisonOperator: String, Equatable, Sendable, CaseIterable {
