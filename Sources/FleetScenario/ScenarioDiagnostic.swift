@@ -77,6 +77,14 @@ final class DecodingContext {
         return ("\(document.file):\(position.line):\(position.column)", (position.line, position.column, 0))
     }
 
+    /// The value text of the last `--set` that replaced exactly this path (`fleets.a.protocol=3.1` → `3.1`).
+    func overrideText(at path: JSONPath) -> String? {
+        guard let argument = overriddenPaths.last(where: { $0.path == path })?.argument,
+            let equals = argument.firstIndex(of: "=")
+        else { return nil }
+        return String(argument[argument.index(after: equals)...])
+    }
+
     func error(_ path: JSONPath, _ message: String, atKey: Bool = false, characterOffset: Int? = nil) {
         let found = location(of: path, atKey: atKey, characterOffset: characterOffset)
         entries.append((found.order, ScenarioDiagnostic(location: found.text, path: path, message: message)))
@@ -138,8 +146,9 @@ struct ObjectReader {
     }
 }
 
-/// The closest candidate by edit distance, when it is close enough to be a plausible typo.
-func closestMatch(to word: String, among candidates: [String]) -> String? {
+/// The closest candidate by edit distance, when it is close enough to be a plausible typo. Public for the
+/// command line's "did you mean" on commands and options.
+public func closestMatch(to word: String, among candidates: [String]) -> String? {
     var best: (candidate: String, distance: Int)? = nil
     for candidate in candidates {
         let distance = editDistance(word.lowercased(), candidate.lowercased())
