@@ -43,6 +43,14 @@ extension ReportComparison {
         check("interrupted", baseline.run.interrupted ? "yes" : "no", candidate.run.interrupted ? "yes" : "no",
               agreement: baseline.run.interrupted ? "both interrupted" : "both finished")
         check("seed", String(baseline.run.seed), String(candidate.run.seed))
+        // A generator that could not keep its own schedule (on a machine busy with something else, say) measured
+        // its own lateness along with the broker's: its latencies do not compare with a run that kept time.
+        if baseline.generator.saturated == candidate.generator.saturated {
+            agreements.append(baseline.generator.saturated ? "both generators saturated" : "generator not saturated")
+        } else {
+            differences.append(Difference(what: "generator saturated", baseline: saturation(baseline.generator),
+                                          candidate: saturation(candidate.generator)))
+        }
         check("machine", machine(baseline.environment), machine(candidate.environment))
         return (differences, agreements)
     }
@@ -56,6 +64,10 @@ extension ReportComparison {
     static func machine(_ environment: EnvironmentInfo) -> String {
         if environment.hostname.isEmpty && environment.cores == 0 { return "(not recorded)" }
         return "\(environment.hostname), \(environment.cores) core\(environment.cores == 1 ? "" : "s")"
+    }
+
+    static func saturation(_ generator: GeneratorHealth) -> String {
+        generator.saturated ? "yes (" + generator.saturationReasons.joined(separator: "; ") + ")" : "no"
     }
 
     static func seconds(_ value: Double) -> String { MetricFormat.decimal(value, places: 1) + " s" }

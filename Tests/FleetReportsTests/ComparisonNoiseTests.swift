@@ -114,6 +114,8 @@ struct ComparisonNoiseTests {
         candidate.toolVersion = "0.2.0"
         candidate.run.durationSeconds = 30
         candidate.run.seed = 7
+        candidate.generator.saturated = false
+        candidate.generator.saturationReasons = []
         candidate.scenario.sha256 = "0123456789abcdef" + String(repeating: "0", count: 48)
         candidate.scenario.redacted = .object([
             JSONMember("name", .string("vehicles soak")),
@@ -129,7 +131,7 @@ struct ComparisonNoiseTests {
         #expect(comparison.isLikeForLike)
         #expect(comparison.likeForLikeLine == "Like for like: scenario vehicles soak, file sha256 9f86d081884c, same "
             + "settings and overrides, brokers embedded mosquitto, fleetbench 0.1.0, duration 3 s, both finished, seed 42, "
-            + "machine bench-1, 2 cores.")
+            + "both generators saturated, machine bench-1, 2 cores.")
         #expect(comparison.table().hasPrefix("""
             baseline:  vehicles soak @ 2026-11-29T15:16:30.125Z
             candidate: vehicles soak @ 2026-11-29T15:16:30.125Z
@@ -149,23 +151,24 @@ struct ComparisonNoiseTests {
         let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.differentRun())
         #expect(!comparison.isLikeForLike)
         #expect(comparison.differences.map(\.what) == [
-            "scenario file sha256", "setting fleets", "brokers", "fleetbench", "duration", "seed",
+            "scenario file sha256", "setting fleets", "brokers", "fleetbench", "duration", "seed", "generator saturated",
         ])
         #expect(comparison.table().contains("""
 
-            NOT like for like: 6 differences between the runs, which may explain changes below as well as the brokers or fleetbench would:
+            NOT like for like: 7 differences between the runs, which may explain changes below as well as the brokers or fleetbench would:
               scenario file sha256  9f86d081884c -> 0123456789ab
               setting fleets        (unset) -> [{"name":"cars","protocol":"5"}]
               brokers               embedded mosquitto -> mqtt://10.0.0.5:5672
               fleetbench            0.1.0 -> 0.2.0
               duration              3 s -> 30 s
               seed                  42 -> 7
+              generator saturated   yes (schedule lag p99 20 µs above 10 µs) -> no
 
             metric
             """))
         let markdown = comparison.markdown()
         #expect(markdown.contains("| brokers | `embedded mosquitto` | `mqtt://10.0.0.5:5672` |\n"))
-        #expect(markdown.contains("**NOT like for like: 6 differences"))
+        #expect(markdown.contains("**NOT like for like: 7 differences"))
         let json = try #require(try JSONSerialization.jsonObject(with: Data(comparison.json().utf8)) as? [String: Any])
         #expect(json["like_for_like"] as? Bool == false)
         let differences = try #require(json["differences"] as? [[String: String]])
