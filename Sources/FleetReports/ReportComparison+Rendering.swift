@@ -73,6 +73,7 @@ extension ReportComparison {
         }
         var text = "baseline:  \(baselineName)\ncandidate: \(candidateName)\n\n"
         text += likeForLikeLine + "\n"
+        if let caution { text += caution + "\n" }
         if !isLikeForLike {
             let width = differences.map(\.what.count).max() ?? 0
             for difference in differences {
@@ -98,6 +99,7 @@ extension ReportComparison {
         text += "Baseline: `\(cell(baselineName))`  \nCandidate: `\(cell(candidateName))`\n\n"
         if isLikeForLike {
             text += cell(likeForLikeLine) + "\n\n"
+            if let caution { text += "**" + cell(caution) + "**\n\n" }
         } else {
             text += "**" + cell(likeForLikeLine) + "**\n\n| differs | baseline | candidate |\n|---|---|---|\n"
             for difference in differences {
@@ -125,6 +127,7 @@ extension ReportComparison {
             JSONMember("baseline", .string(baselineName)),
             JSONMember("candidate", .string(candidateName)),
             JSONMember("like_for_like", .bool(isLikeForLike)),
+            JSONMember("caution", caution.map { .string($0) } ?? .null),
             JSONMember("differences", .array(differences.map {
                 .object([JSONMember("what", .string($0.what)), JSONMember("baseline", .string($0.baseline)),
                          JSONMember("candidate", .string($0.candidate))])

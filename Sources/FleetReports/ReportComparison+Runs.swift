@@ -46,6 +46,7 @@ extension ReportComparison {
         // A generator that could not keep its own schedule (on a machine busy with something else, say) measured
         // its own lateness along with the broker's: its latencies do not compare with a run that kept time.
         if baseline.generator.saturated == candidate.generator.saturated {
+            // Both saturated: alike, but neither a clean measurement (`caution` says so).
             agreements.append(baseline.generator.saturated ? "both generators saturated" : "generator not saturated")
         } else {
             differences.append(Difference(what: "generator saturated", baseline: saturation(baseline.generator),
@@ -101,6 +102,13 @@ extension ReportComparison {
         guard let value else { return "(unset)" }
         let text = JSONWriter.string(from: value, style: .compact)
         return text.count > 60 ? String(text.prefix(57)) + "..." : text
+    }
+
+    /// A warning when both runs' generators were saturated: alike, but what they measured is partly this machine.
+    public var caution: String? {
+        guard differences.allSatisfy({ $0.what != "generator saturated" }), baselineSaturated else { return nil }
+        return "Caution: both runs' generators were saturated (they could not keep their own schedule): their "
+            + "latencies measure this machine's load as well as the broker."
     }
 
     /// The like-for-like verdict in one line (the differences follow it when there are any).

@@ -78,6 +78,8 @@ public struct ReportComparison: Sendable {
     public let differences: [Difference]
     /// The properties checked and found equal, for the like-for-like line (`scenario 1a2b3c4d5e6f`, ...).
     public let agreements: [String]
+    /// Whether the baseline run's generator was saturated.
+    let baselineSaturated: Bool
 
     public var isLikeForLike: Bool { differences.isEmpty }
     public var hasRegression: Bool { rows.contains { $0.verdict == .regression } }
@@ -106,6 +108,7 @@ public struct ReportComparison: Sendable {
         baselineName = baseline.scenario.name + " @ " + RunReport.rfc3339(baseline.run.startedAt)
         candidateName = candidate.scenario.name + " @ " + RunReport.rfc3339(candidate.run.startedAt)
         (differences, agreements) = Self.runDifferences(baseline, candidate)
+        baselineSaturated = baseline.generator.saturated
         var rows: [Row] = []
         func add(_ metric: String, _ unit: String, _ direction: Direction, _ base: Double?, _ cand: Double?) {
             rows.append(Self.row(metric, unit, direction, base, cand, tolerance: tolerance))

@@ -137,6 +137,7 @@ struct ComparisonNoiseTests {
             candidate: vehicles soak @ 2026-11-29T15:16:30.125Z
 
             \(comparison.likeForLikeLine)
+            Caution: both runs' generators were saturated (they could not keep their own schedule): their latencies measure this machine's load as well as the broker.
 
             metric
             """))
