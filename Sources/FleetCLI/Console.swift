@@ -1,4 +1,4 @@
-import FleetScenario
+import FleetPayload
 import Glibc
 
 /// Where commands write. Writes go straight to file descriptors: the C `stdout`/`stderr` globals are shared

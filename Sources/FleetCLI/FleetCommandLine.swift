@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FleetScenario
+import FleetPayload
 
 /// The `fleetbench` command: parses the first word and hands over to a command.
 public enum FleetCommandLine {

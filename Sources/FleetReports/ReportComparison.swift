@@ -111,6 +111,7 @@ public struct ReportComparison: Sendable {
         baselineSaturated = baseline.generator.saturated
         var rows: [Row] = []
         func add(_ metric: String, _ unit: String, _ direction: Direction, _ base: Double?, _ cand: Double?) {
+            assert(MetricCatalog.metric(metric) != nil, "compare row \(metric) is not in MetricCatalog")
             rows.append(Self.row(metric, unit, direction, base, cand, tolerance: tolerance))
         }
 
@@ -123,9 +124,14 @@ public struct ReportComparison: Sendable {
         let judged = histograms.filter { $0.0 != nil && $0.1 != nil }.count * Self.latencyStatistics.count
         let significance = Self.familySignificance / Double(max(judged, 1))
         for (kind, pair) in zip(kinds, histograms) {
+            // Named as thresholds name it (`latency.connack`, not report.json's `connect`).
+            let origin: LatencyOrigin = baseline.latency.histogram(kind, from: .intended).totalCount > 0
+                || candidate.latency.histogram(kind, from: .intended).totalCount > 0 ? .intended : .sent
             for statistic in Self.latencyStatistics {
+                let metric = MetricCatalog.latencyPath(kind: kind, origin: origin, statistic: statistic.name)
+                assert(MetricCatalog.metric(metric) != nil, "compare row \(metric) is not in MetricCatalog")
                 rows.append(Self.latencyRow(
-                    "latency.\(kind.reportName).\(statistic.name)", statistic: statistic.name,
+                    metric, statistic: statistic.name,
                     percentile: statistic.percentile, baseline: pair.0, candidate: pair.1, tolerance: tolerance,
                     floor: latencyFloorMilliseconds, significance: significance, isKey: statistic.isKey))
             }
@@ -162,7 +168,7 @@ public struct ReportComparison: Sendable {
             Double(baseline.connections.failed), Double(candidate.connections.failed))
         add("connections.reconnects", "connections", .lowerIsBetter,
             Double(baseline.connections.reconnects), Double(candidate.connections.reconnects))
-        add("generator.dropped_slots", "slots", .lowerIsBetter,
+        add("generator.dropped", "slots", .lowerIsBetter,
             Double(baseline.generator.droppedSlots), Double(candidate.generator.droppedSlots))
         self.rows = rows
     }

@@ -27,10 +27,10 @@ struct ComparisonNoiseTests {
         let comparison = ReportComparison(baseline: Self.report(endToEnd: [], subscribe: [100]),
                                           candidate: Self.report(endToEnd: [], subscribe: [1983]))
         #expect(!comparison.hasRegression)
-        let rows = comparison.rows.filter { $0.metric.hasPrefix("latency.subscribe.") }
+        let rows = comparison.rows.filter { $0.metric.hasPrefix("latency.suback.") }
         #expect(rows.map(\.verdict) == [.tooFewSamples, .tooFewSamples, .tooFewSamples, .tooFewSamples, .tooFewSamples, .worse])
         #expect(ReportComparison.verdictText(rows[0]) == "too few samples (1 and 1; mean needs 2)")
-        let p99 = try #require(rows.first { $0.metric == "latency.subscribe.p99" })
+        let p99 = try #require(rows.first { $0.metric == "latency.suback.p99" })
         #expect(ReportComparison.verdictText(p99) == "too few samples (1 and 1; p99 needs 100)")
         #expect(p99.changePercent == nil)
         let max = try #require(rows.last)
@@ -38,7 +38,7 @@ struct ComparisonNoiseTests {
         #expect(max.pValue == 0.5)
         #expect(ReportComparison.verdictText(max) == "worse (within noise, p = 0.5)")
         #expect(comparison.table().contains(
-            "\nlatency.subscribe.p99     ms                0.1      1.983        –  too few samples (1 and 1; p99 needs 100)\n"))
+            "\nlatency.suback.p99        ms                0.1      1.983        –  too few samples (1 and 1; p99 needs 100)\n"))
     }
 
     @Test("Fisher's exact test, one-sided: exact values")
@@ -92,7 +92,7 @@ struct ComparisonNoiseTests {
             "delivery.qos1.lost", "delivery.qos1.loss_ratio", "delivery.qos1.duplicated",
             "delivery.qos2.duplicated",
             "ack_timeouts.puback", "ack_timeouts.pingresp", "ack_timeouts.total",
-            "connections.failed", "connections.reconnects", "generator.dropped_slots",
+            "connections.failed", "connections.reconnects", "generator.dropped",
         ])
         #expect(comparison.shownRows(all: true).count == comparison.rows.count)
         #expect(comparison.shownRows(all: true).prefix(6).map(\.metric) == [
