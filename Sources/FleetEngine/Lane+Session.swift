@@ -87,11 +87,14 @@ extension Lane {
     }
 
     /// The publishing phase is over. What is due by now gets a last chance to go out (a slot due within the
-    /// last tick has not been fired yet); then every slot due by now and still unsent is counted in
+    /// last tick has not been fired yet), except from a client waiting for its window to refill (it resumes only
+    /// once half of it is free: `windowOpened`); then every slot due by now and still unsent is counted in
     /// `unsentAtEnd`: held back by a full window or socket, or by its client being offline.
     func endPublishing() {
         now = MonotonicClock.now()
-        for client in clients.indices where clients[client].phase == .connected { publishDue(client) }
+        for client in clients.indices where clients[client].phase == .connected && !clients[client].awaitingWindow {
+            publishDue(client)
+        }
         flushDirty()
         publishing = false
         for client in clients.indices {
