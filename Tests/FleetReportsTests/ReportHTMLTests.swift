@@ -141,6 +141,23 @@ struct ReportHTMLTests {
         #expect(html.contains("<tr><td>end_to_end</td><td>intended</td><td class=\"num\">1,000</td><td class=\"num\">0.001</td><td class=\"num\">0.501</td><td class=\"num\">0.5</td><td class=\"num\">0.9</td><td class=\"num\">0.99</td><td class=\"num\">0.999</td><td class=\"num\">1</td></tr>"))
     }
 
+    @Test("the end of a run: unacked at end per QoS, unsent slots and the drain are shown, in the headline when not 0")
+    func endOfRun() {
+        var report = SampleReports.make()
+        #expect(!ReportHTML.render(report).contains("Unacked at end"))
+        report.messages.unackedAtEnd = PerQoSCounts(qos1: 310)
+        report.generator.unsentAtEnd = 1_325
+        report.generator.drainSeconds = 13.4
+        report.generator.drainLimitSeconds = 15
+        let html = ReportHTML.render(report)
+        #expect(html.contains("<th class=\"num\">unacked at end</th>"))
+        #expect(html.contains("<td class=\"num\">199</td><td class=\"num bad\">310</td>"))
+        #expect(html.contains("Unacked at end"))
+        #expect(html.contains("Unsent at end"))
+        #expect(html.contains("<th>slots unsent at end</th><td class=\"num bad\">1,325</td>"))
+        #expect(html.contains("<th>end-of-run drain</th><td class=\"num\">13.4 s of at most 15 s</td>"))
+    }
+
     @Test("the write path in words, with the kernel's reason when io_uring was unavailable",
           arguments: [
               ("io_uring", nil, "io_uring, one submission per lane turn"),
