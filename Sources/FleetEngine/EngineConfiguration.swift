@@ -204,7 +204,8 @@ public struct EngineConfiguration: Sendable {
     /// Timing wheel resolution; 0: chosen by the engine (`Engine.defaultTickNanoseconds`). Messages leave at
     /// the tick after their intended time, so the tick is most of the schedule lag of a lightly loaded lane.
     public var tickNanoseconds: UInt64
-    /// Publishing starts once every client is connected and subscribed, or after this long.
+    /// Publishing starts once every client is connected and subscribed, or this long after the plan's last first
+    /// connect was due (`Engine.plannedConnectSpan`: ramps, connect rates, start offsets).
     public var readyTimeout: UInt64
     /// After publishing ends, how long to wait for acks and deliveries still in flight.
     public var drainTimeout: UInt64
@@ -229,6 +230,10 @@ public struct EngineConfiguration: Sendable {
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
     public var batchedSends = true
+    /// The run's id, written into every end-to-end header: subscribers count only messages that carry it, so
+    /// another run on the same broker (or a message it retained) is never taken for this run's. 0: the engine
+    /// draws a random one (`Engine.runID` tells which). Every process of one run must use the same id.
+    public var runID: UInt64 = 0
 
     /// Every broker address clients may connect to: `brokers` and each fleet's own endpoints.
     var allBrokerAddresses: [SocketAddress] { brokers + fleets.flatMap { $0.endpoints.map(\.address) } }

@@ -15,7 +15,10 @@ public enum MetricCatalog {
         "pingresp", "end_to_end", "end_to_end_actual", "request_response",
     ]
     public static let latencyStatistics = ["p50", "p90", "p99", "p999", "max", "mean", "min", "count"]
-    public static let deliveryFields = ["lost", "duplicated", "reordered", "received", "expected", "loss_ratio"]
+    public static let deliveryFields = ["lost", "duplicated", "reordered", "received", "expected", "loss_ratio",
+                                        "missed_while_offline", "untracked"]
+    /// `delivery.<field>` over every QoS: arrivals outside the per-stream accounting.
+    public static let deliveryTotalFields = ["foreign", "retained_on_subscribe", "missed_while_offline", "untracked"]
     public static let messageFields = ["published", "acked", "received"]
     public static let ackTimeoutKinds = ["connack", "suback", "unsuback", "puback", "pubrec", "pubcomp", "pingresp", "total"]
     public static let connectionFields = [
@@ -37,6 +40,7 @@ public enum MetricCatalog {
             for field in deliveryFields { table.append(("delivery.qos\(qos).\(field)", field == "loss_ratio" ? .ratio : .number)) }
             for field in messageFields { table.append(("messages.qos\(qos).\(field)", .number)) }
         }
+        for field in deliveryTotalFields { table.append(("delivery.\(field)", .number)) }
         for kind in ackTimeoutKinds { table.append(("ack_timeouts.\(kind)", .number)) }
         for field in connectionFields { table.append(("connections.\(field)", field == "failed_ratio" ? .ratio : .number)) }
         for field in generatorFields { table.append(("generator.\(field)", field == "dropped" ? .number : .time)) }
