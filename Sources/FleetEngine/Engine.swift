@@ -138,6 +138,7 @@ public final class Engine: @unchecked Sendable {
         var filters: [(Int, [MQTTSubscription])] = []
         var groups: [ShareGroup] = []
         var groupIndices: [String: Int] = [:]
+        var mixedClients: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])] = []
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
@@ -199,6 +200,9 @@ public final class Engine: @unchecked Sendable {
                 let routed = split.shared.map { shared in
                     (filter: shared.filter, key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
                 }
+                if !routed.isEmpty, Self.onlyGroup(split) == nil {
+                    mixedClients.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
+                }
                 if Self.onlyGroup(split) != nil, let group = routed.first {
                     deliveryKey = group.key  // every arrival is the group's: no matching per message
                 } else if !routed.isEmpty {
@@ -223,6 +227,7 @@ public final class Engine: @unchecked Sendable {
                 global += 1
             }
         }
+        try Self.refuseAmbiguousRoutes(mixedClients, topics: topics, tracked: tracked)
         // What each subscriber is owed: the tracked streams its own plain filters match (shared subscriptions are
         // owed per group, see `collect`), and whether each outlives a disconnect.
         var entitledStreams: [Int: [UInt32]] = [:]
@@ -489,14 +494,10 @@ public final class Engine: @unchecked Sendable {
     /// the same split: the plain filters per client, the shared filters joined to their group's filters,
     /// expected once per group. Clients without `DeliveryRoutes` match nothing per message.
     ///
-    /// What stays limited, because the topic alone cannot tell the copies apart:
-    /// - A stream one client matches with both a plain and a shared filter reaches it twice when the broker
-    ///   picks it for the group (mosquitto: 5.0 clients; it sends clients before 5.0 one copy per message).
-    ///   Every copy counts for the plain key: its accounting shows a duplicate for each such second copy, and
-    ///   the group shows the message lost unless another member got it too.
-    /// - A stream two groups of one client both match: copies from either group count for the first group (a
-    ///   duplicate there when both picked this client), and the second group misses them.
-    /// (MQTT 5 Subscription Identifiers would tell the copies apart; the engine does not set them.)
+    /// A stream one client matches with both a plain and a shared filter, or with filters of two groups, would
+    /// reach it through either subscription and the topic cannot tell which: such a configuration is refused
+    /// (`refuseAmbiguousRoutes`). MQTT 5 Subscription Identifiers would tell the copies apart; the engine does
+    /// not set them.
     ///
     /// Group identity is the name alone; the broker identifies a shared subscription by name and filter, so
     /// members of one name with different filters that match the same stream would show duplicates.
@@ -504,6 +505,37 @@ public final class Engine: @unchecked Sendable {
         let split = splitSharedSubscriptions(subscriptions)
         guard let group = onlyGroup(split) else { return nil }
         return (group, split.shared.map(\.filter))
+    }
+
+    /// Refuses a client that would receive one accounted stream through two of its subscriptions: a plain filter
+    /// and a shared one, or shared filters of two groups. The broker sends such a client a copy per subscription
+    /// (mosquitto: 5.0 clients) or one copy (3.1.1), and nothing in the message says which subscription brought
+    /// it, so the copies would be counted under the wrong subscriber (duplicates for one, losses for the other).
+    /// MQTT 5 Subscription Identifiers could tell them apart; until the engine sets them, the run is refused
+    /// with the client, the stream's topic and the two filters, before anything connects.
+    static func refuseAmbiguousRoutes(
+        _ clients: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])],
+        topics: [String], tracked: [Bool]
+    ) throws {
+        for client in clients {
+            for (stream, topic) in topics.enumerated() where tracked[stream] {
+                var routes: [String] = []
+                if let plain = client.plain.first(where: { MQTTTopic.matches(filter: $0, topic: topic) }) {
+                    routes.append("its filter '\(plain)'")
+                }
+                var groups: Set<String> = []
+                for shared in client.shared where !groups.contains(shared.group)
+                    && MQTTTopic.matches(filter: shared.filter, topic: topic) {
+                    groups.insert(shared.group)
+                    routes.append("its shared subscription '$share/\(shared.group)/\(shared.filter)'")
+                }
+                guard routes.count >= 2 else { continue }
+                throw EngineConfigurationError(message: "client '\(client.clientID)' of fleet '\(client.fleet)' would receive "
+                    + "topic '\(topic)' through both \(routes[0]) and \(routes[1]): the copies cannot be told apart, so "
+                    + "its deliveries would be mis-counted; make each published topic match one subscription per client "
+                    + "(narrow the plain filter, or subscribe the group from other clients)")
+            }
+        }
     }
 
     /// The group when every subscription is a shared one of the same group.
