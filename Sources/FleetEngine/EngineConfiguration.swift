@@ -5,14 +5,15 @@ import MQTTSession
 
 /// What a stream's messages carry.
 public enum EnginePayload: Sendable {
-    /// `size` bytes: the 24-byte binary end-to-end header, from 32 bytes on the actual send time, zeros after.
+    /// `size` bytes: the 40-byte binary end-to-end header (run id and actual send time included), zeros after;
+    /// sizes below 40 are raised to 40.
     case binary(size: Int)
     /// This text, byte for byte, with no end-to-end header (an app's fixed "online" notice, for example).
     /// Subscribers count these messages as received but foreign: no latency, no loss accounting.
     case text(String)
     /// A template rendered per message. A template that starts with a JSON object carries the text header as
-    /// its first member, so the JSON stays valid; any other template gets the binary header and the send time
-    /// (32 bytes) in front of the rendered text.
+    /// its first member, so the JSON stays valid; any other template gets the 40-byte binary header in front of
+    /// the rendered text. Both carry the run id and the actual send time.
     case template(PayloadTemplate)
 }
 

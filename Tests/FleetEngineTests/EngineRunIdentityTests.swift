@@ -161,4 +161,41 @@ struct EngineRunIdentityTests {
         #expect(delivery.missedWhileOffline == 0)
         #expect(delivery.lost == 0)
     }
+
+    @Test("the actual send time is in every header form: JSON and 24-byte binary payloads measure from it when sends lag")
+    func actualSendTimeInEveryForm() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        // A burst of 30 at once through a window of 1: each message waits for the previous PUBACK, so it leaves
+        // later than intended and the latency from the actual send is smaller than from the intended time.
+        let narrow = MQTTSessionSettings(version: .v5, keepAliveSeconds: 30, inFlightWindow: 1)
+        let json = try PayloadTemplate(#"{"speed":{rand:0..180},"seq":{seq}}"#)
+        let payloads: [(name: String, payload: EnginePayload)] = [("json", .template(json)), ("short", .binary(size: 24))]
+        var fleets: [EngineFleet] = []
+        for (name, payload) in payloads {
+            fleets.append(EngineFleet(
+                name: "\(name)-publisher", count: 1, clientID: { "\(name)-pub-\($0)" }, session: narrow,
+                streams: [EngineStream(topic: { _, _ in "lag/\(name)" }, qos: .atLeastOnce,
+                                       plan: .bursts(count: 30, every: 300_000_000), payload: payload, messageLimit: 30)]))
+            fleets.append(EngineFleet(
+                name: "\(name)-subscriber", count: 1, clientID: { "\(name)-sub-\($0)" }, session: narrow,
+                subscriptions: { _, _ in [MQTTSubscription(filter: "lag/\(name)", qos: .atLeastOnce)] }))
+        }
+        let configuration = EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
+            drainTimeout: 2_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
+        for (name, _) in payloads {
+            let subscriber = try #require(result.fleets["\(name)-subscriber"])
+            #expect(subscriber.delivery[1].unique == 30, "\(name)")
+            let intended = subscriber.latency.histogram(.endToEnd, from: .intended)
+            let sent = subscriber.latency.histogram(.endToEnd, from: .sent)
+            #expect(intended.totalCount == 30, "\(name)")
+            #expect(sent.totalCount == 30, "\(name)")
+            // The last of the burst waited for 29 round trips before it left: from its intended time it took far
+            // longer than from its actual send.
+            #expect(sent.max < intended.max, "\(name)")
+            #expect(sent.mean < intended.mean, "\(name)")
+        }
+    }
 }
