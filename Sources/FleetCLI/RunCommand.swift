@@ -23,6 +23,8 @@ struct RunCommand {
           --set path=value        override a scenario value (repeatable), e.g. --set fleets.vehicles.count=5000
           --duration D            total run time, e.g. 30s or 5m (same as --set duration=D)
           --seed N                seed of every random choice (same as --set seed=N)
+          --run-id HEX            the run id written into every message (1 to 16 hex digits, not 0);
+                                  give every process of one run the same (default: random)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
@@ -61,6 +63,8 @@ struct RunCommand {
     var receiveCoalescing: UInt64?
     /// --io-uring off: `EngineConfiguration.batchedSends` false.
     var batchedSends = true
+    /// --run-id: the run id of every header; nil: the engine draws one.
+    var runID: UInt64?
     var scale: Double?
     var metricsAddress: SocketAddress?
     var baseline: String?
@@ -93,6 +97,12 @@ struct RunCommand {
                 }
                 command.duration = duration
             case "--seed": command.overrides.append("seed=" + (try value(argument)))
+            case "--run-id":
+                let text = try value(argument)
+                guard text.count <= 16, let runID = UInt64(text, radix: 16), runID != 0 else {
+                    throw UsageError("--run-id needs 1 to 16 hex digits, not all zero, got '\(text)'")
+                }
+                command.runID = runID
             case "--out": command.outputDirectory = try value(argument)
             case "--lanes":
                 let text = try value(argument)
@@ -260,7 +270,9 @@ struct RunCommand {
                 endpoints: runBrokers, embeddedBroker: embedded != nil)
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
             configuration.batchedSends = batchedSends
+            if let runID { configuration.runID = runID }
             engine = try Engine(configuration: configuration)
+            report.run.runID = engine.runID
         } catch {
             console.error("fleetbench: \(error)")
             return .runtimeFailure
@@ -336,7 +348,8 @@ struct RunCommand {
         report.run.interrupted = control.stopRequested
         report.setCounters(result.counters, peakConnected: result.peakConnected)
         report.messages.unackedAtEnd = result.unackedAtEnd
-        report.delivery = DeliveryByQoS(result.delivery)
+        report.delivery = DeliveryByQoS(result.delivery, foreign: result.foreignMessages,
+                                        retainedOnSubscribe: result.retainedOnSubscribe)
         report.latency = result.latency
         report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
         // Engine snapshots carry running totals; the report's timeline holds each second's own counts.
@@ -352,7 +365,8 @@ struct RunCommand {
                 guard let fleetResult = result.fleets[fleet.name] else { return nil }
                 var fleetReport = FleetReport(
                     name: fleet.name, clients: fleet.count, counters: fleetResult.counters,
-                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery),
+                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery, foreign: fleetResult.foreignMessages,
+                                                                   retainedOnSubscribe: fleetResult.retainedOnSubscribe),
                     latency: fleetResult.latency)
                 fleetReport.messages.unackedAtEnd = fleetResult.unackedAtEnd
                 fleetReport.ackTimeoutSeconds = Self.ackTimeoutSeconds(fleet)

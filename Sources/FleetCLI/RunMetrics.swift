@@ -31,6 +31,15 @@ struct RunMetrics {
             }
             return microseconds * 1000
         case "delivery":
+            if parts.count == 2 {
+                switch parts[1] {
+                case "foreign": return Double(result.foreignMessages)
+                case "retained_on_subscribe": return Double(result.retainedOnSubscribe)
+                case "missed_while_offline": return Double(result.delivery.reduce(0) { $0 + $1.missedWhileOffline })
+                case "untracked": return Double(result.delivery.reduce(0) { $0 + $1.untracked })
+                default: return nil
+                }
+            }
             guard parts.count == 3, let qos = Self.qosIndex(parts[1]) else { return nil }
             let delivery = result.delivery[qos]
             switch parts[2] {
@@ -41,9 +50,10 @@ struct RunMetrics {
             case "expected": return Double(delivery.expected)
             case "unique": return Double(delivery.unique)
             case "unexpected": return Double(delivery.unexpected)
-            case "out_of_range": return Double(delivery.outOfRange)
             case "rejected": return Double(delivery.rejected)
             case "loss_ratio": return delivery.expected == 0 ? 0 : Double(delivery.lost) / Double(delivery.expected)
+            case "missed_while_offline": return Double(delivery.missedWhileOffline)
+            case "untracked": return Double(delivery.untracked)
             default: return nil
             }
         case "messages":

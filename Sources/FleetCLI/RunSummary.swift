@@ -23,7 +23,13 @@ enum RunSummary {
             }
             line += ", received \(received); expected \(delivery.expected), lost \(delivery.lost), "
                 + "duplicated \(delivery.duplicated), reordered \(delivery.reordered)"
+            if delivery.missedWhileOffline > 0 { line += ", missed while offline \(delivery.missedWhileOffline)" }
+            if delivery.untracked > 0 { line += ", untracked \(delivery.untracked)" }
             lines.append(line)
+        }
+        if report.delivery.foreign > 0 || report.delivery.retainedOnSubscribe > 0 {
+            lines.append("  not counted   foreign \(report.delivery.foreign) (not this run's), "
+                + "retained on subscribe \(report.delivery.retainedOnSubscribe)")
         }
         if report.ackTimeouts.total > 0 {
             let kinds = AckKind.allCases.filter { report.ackTimeouts[$0] > 0 }

@@ -122,6 +122,7 @@ extension Lane {
     }
 
     func markDisconnected(_ client: Int) {
+        entitlementCut(client)
         gauges.total.decrement()
         gauges.fleets[clients[client].fleet].decrement()
         metrics.fleets[clients[client].fleet].connected -= 1

@@ -49,6 +49,10 @@ final class Lane: @unchecked Sendable {
     var renderBuffer: [UInt8] = []
     /// Wall clock minus monotonic clock (ns) at lane creation, for templates' `{ts_ms}`.
     let wallClockOffset: UInt64
+    /// The run id written into every header; arrivals with another one are foreign.
+    let runID: UInt64
+    /// Every stream's published count, shared by the lanes (set by the engine before the run).
+    var progress = StreamProgress(streams: 0)
     /// Clients with bytes to flush at the end of the turn.
     var dirty: [Int32] = []
     /// The end-of-turn writes in one system call (`EngineConfiguration.batchedSends`); nil: one send(2) each.
@@ -134,6 +138,7 @@ final class Lane: @unchecked Sendable {
         clock_gettime(CLOCK_REALTIME, &wall)
         let wallNanoseconds = UInt64(wall.tv_sec) &* 1_000_000_000 &+ UInt64(wall.tv_nsec)
         self.wallClockOffset = wallNanoseconds &- MonotonicClock.now()
+        self.runID = configuration.runID
         self.now = start
         self.turnStartedAt = start
     }

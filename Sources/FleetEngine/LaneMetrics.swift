@@ -13,6 +13,8 @@ public struct LaneMetrics: Sendable {
     /// so the group is one subscriber; the engine merges a group's state across lanes at the end.
     public var delivery = DeliveryTracker()
     public var deliveryKeys: [UInt64: Int] = [:]
+    /// Closed entitlement windows by delivery key (`subscriber << 32 | stream`): what each subscriber was owed.
+    public var entitlement: [UInt64: [EntitlementWindow]] = [:]
     /// Messages each publisher stream sent (index: global stream id), for expected counts at the end.
     public var publishedPerStream: [UInt64] = []
     /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`).
@@ -37,8 +39,12 @@ public struct FleetLaneMetrics: Sendable {
     public var counters = ClientCounters()
     /// Latencies of the current one-second interval; the lane hands finished intervals to the engine.
     public var latency: IntervalLatencyRecorder
-    /// Messages received that carried no fleetbench header (foreign publishers, will messages).
+    /// Messages received that carried no fleetbench header (foreign publishers, will messages) or another
+    /// run's id (`delivery.foreign`).
     public var foreignMessages: UInt64 = 0
+    /// Messages a broker handed over because of a subscription, from its retained store
+    /// (`delivery.retained_on_subscribe`): not counted as deliveries, no latency.
+    public var retainedOnSubscribe: UInt64 = 0
     /// Slots a `drop` stream skipped because it was behind.
     public var droppedSlots: UInt64 = 0
     /// In-flight messages given up (session lost on reconnect, or connection closed for good).

@@ -175,17 +175,29 @@ public enum MetricCatalog {
         Metric("messages.bytes_out", .number, report: "messages.bytes_out", "bytes written to brokers"),
     ] + perQoS { q in [
         // Delivery accounting of the streams published at this QoS.
-        Metric("delivery.qos\(q).expected", .number, report: "delivery.qos\(q).expected", "messages subscribers should receive"),
+        Metric("delivery.qos\(q).expected", .number, report: "delivery.qos\(q).expected",
+               "messages published while a subscriber was entitled to them (subscribed, or its persistent session lived)"),
         Metric("delivery.qos\(q).received", .number, report: "delivery.qos\(q).received", "arrivals, duplicates included"),
         Metric("delivery.qos\(q).unique", .number, report: "delivery.qos\(q).unique", "distinct messages received"),
-        Metric("delivery.qos\(q).lost", .number, report: "delivery.qos\(q).lost", "expected but never received"),
+        Metric("delivery.qos\(q).lost", .number, report: "delivery.qos\(q).lost", "owed (expected) but never received"),
         Metric("delivery.qos\(q).duplicated", .number, report: "delivery.qos\(q).duplicated", "arrivals of a message already received"),
         Metric("delivery.qos\(q).reordered", .number, report: "delivery.qos\(q).reordered", "arrivals below the highest sequence seen"),
-        Metric("delivery.qos\(q).unexpected", .number, report: "delivery.qos\(q).unexpected", "more distinct messages than published"),
-        Metric("delivery.qos\(q).out_of_range", .number, report: "delivery.qos\(q).out_of_range", "arrivals beyond the tracker's limit"),
-        Metric("delivery.qos\(q).rejected", .number, report: "delivery.qos\(q).rejected", "arrivals with an out-of-range stream"),
+        Metric("delivery.qos\(q).unexpected", .number, report: "delivery.qos\(q).unexpected", "more distinct messages than were owed"),
+        Metric("delivery.qos\(q).missed_while_offline", .number, report: "delivery.qos\(q).missed_while_offline",
+               "published while the subscriber was not entitled (not yet subscribed, offline without a persistent session)"),
+        Metric("delivery.qos\(q).untracked", .number, report: "delivery.qos\(q).untracked",
+               "arrivals past the tracker's range limit: received, never counted lost"),
+        Metric("delivery.qos\(q).rejected", .number, report: "delivery.qos\(q).rejected", "arrivals with a negative stream index"),
         Metric("delivery.qos\(q).loss_ratio", .ratio, report: nil, "lost ÷ expected"),
-    ] } + AckKind.allCases.map { kind in
+    ] } + [
+        // Arrivals outside the per-stream accounting, and the per-QoS figures summed.
+        Metric("delivery.foreign", .number, report: "delivery.foreign",
+               "arrivals that are not this run's: no fleetbench header, or another run id"),
+        Metric("delivery.retained_on_subscribe", .number, report: "delivery.retained_on_subscribe",
+               "retained messages a broker handed over on subscribe (outside the accounting and latencies)"),
+        Metric("delivery.missed_while_offline", .number, report: nil, "delivery.qosN.missed_while_offline over every QoS"),
+        Metric("delivery.untracked", .number, report: nil, "delivery.qosN.untracked over every QoS"),
+    ] + AckKind.allCases.map { kind in
         // Ack timeouts.
         Metric("ack_timeouts.\(kind.reportName)", .number, report: "ack_timeouts.\(kind.reportName)",
                kind == .unsuback ? .never("fleetbench never unsubscribes") : .always,
@@ -216,7 +228,7 @@ public enum MetricCatalog {
         Metric("generator.drain_limit_s", .time, report: "generator.drain_limit_s", threshold: false,
                "the scenario's drain: the longest the end-of-run drain may last (s)"),
         Metric("generator.foreign_messages", .number, report: "generator.foreign_messages",
-               "messages received without a fleetbench header or for an unknown stream"),
+               "the same as delivery.foreign: messages without a fleetbench header or with another run's id"),
         Metric("generator.receive_coalescing_pauses", .number, report: "generator.receive_coalescing_pauses",
                "times a lane paused between reads under heavy receive load"),
         Metric("generator.cpu_s", .time, report: "generator.cpu_s", threshold: false, "CPU time of the fleetbench process (s)"),

@@ -288,6 +288,8 @@ public enum ReportHTML {
         html += "<p class=\"muted\">Per publishing QoS, summed over every subscriber that should have received each stream. "
             + "Exact: every sequence number is tracked.</p>\n"
         html += deliveryTable(report.delivery)
+        html += "<p class=\"muted\">Not this run's (no header or another run id): \(MetricFormat.grouped(report.delivery.foreign)); "
+            + "retained messages delivered on subscribe: \(MetricFormat.grouped(report.delivery.retainedOnSubscribe)).</p>\n"
         return html + "</section>\n"
     }
 
@@ -295,7 +297,7 @@ public enum ReportHTML {
         let columns: [(String, (DeliveryCounts) -> UInt64)] = [
             ("expected", \.expected), ("received", \.received), ("unique", \.unique), ("lost", \.lost),
             ("duplicated", \.duplicated), ("reordered", \.reordered), ("unexpected", \.unexpected),
-            ("out of range", \.outOfRange), ("rejected", \.rejected),
+            ("untracked", \.untracked), ("missed offline", \.missedWhileOffline), ("rejected", \.rejected),
         ]
         var html = "<table>\n<thead><tr><th>QoS</th>"
         for column in columns { html += "<th class=\"num\">\(column.0)</th>" }

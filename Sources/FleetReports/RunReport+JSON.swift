@@ -209,6 +209,12 @@ extension ScenarioInfo {
 }
 
 extension RunInfo {
+    /// 16 lowercase hex digits, as `--run-id` takes it.
+    public static func runIDText(_ runID: UInt64) -> String {
+        let digits = String(runID, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
+    }
+
     var jsonValue: JSONValue {
         .object([
             JSONMember("started_at", .string(RunReport.rfc3339(startedAt))),
@@ -217,6 +223,8 @@ extension RunInfo {
             JSONMember("interrupted", .bool(interrupted)),
             // Seeds beyond Int64 (JSON readers lose integers past 2^53 anyway) are written as decimal strings.
             JSONMember("seed", seed <= UInt64(Int64.max) ? .integer(Int64(seed)) : .string(String(seed))),
+            // Hex, fixed width: a 64-bit id does not survive JSON readers that use doubles.
+            JSONMember("run_id", .string(RunInfo.runIDText(runID))),
         ])
     }
 }
@@ -261,7 +269,8 @@ extension DeliveryCounts {
             JSONMember("duplicated", .count(duplicated)),
             JSONMember("reordered", .count(reordered)),
             JSONMember("unexpected", .count(unexpected)),
-            JSONMember("out_of_range", .count(outOfRange)),
+            JSONMember("missed_while_offline", .count(missedWhileOffline)),
+            JSONMember("untracked", .count(untracked)),
             JSONMember("rejected", .count(rejected)),
         ])
     }
@@ -269,7 +278,10 @@ extension DeliveryCounts {
 
 extension DeliveryByQoS {
     var jsonValue: JSONValue {
-        .object(QoSLevel.allCases.map { JSONMember("qos\($0.rawValue)", self[$0].jsonValue) })
+        .object(QoSLevel.allCases.map { JSONMember("qos\($0.rawValue)", self[$0].jsonValue) } + [
+            JSONMember("foreign", .count(foreign)),
+            JSONMember("retained_on_subscribe", .count(retainedOnSubscribe)),
+        ])
     }
 }
 

@@ -58,6 +58,11 @@ extension RunReport {
             seed = parsed
         default: throw ReportError("run.seed: expected an unsigned integer")
         }
+        var runID: UInt64 = 0
+        if let text = try run.optionalString("run_id") {
+            guard let parsed = UInt64(text, radix: 16) else { throw ReportError("run.run_id: not 16 hex digits") }
+            runID = parsed
+        }
         let ackObject = try top.object("ack_timeouts")
         var ackSeconds: [AckKind: Double] = [:]
         if let limits = try ackObject.optionalObject("timeouts_s") {
@@ -78,7 +83,7 @@ extension RunReport {
             run: RunInfo(
                 startedAt: startedAt, durationSeconds: try run.number("duration_s"),
                 interrupted: try run.bool("interrupted"), seed: seed,
-                publishSeconds: try run.optionalNumber("publish_s") ?? 0),
+                publishSeconds: try run.optionalNumber("publish_s") ?? 0, runID: runID),
             brokers: try top.array("brokers").map { element throws(ReportError) in try element.stringValue() },
             brokerEmbedded: try top.bool("broker_embedded"),
             passed: try top.bool("passed"),
@@ -154,16 +159,23 @@ extension DeliveryByQoS {
         self.init()
         for qos in QoSLevel.allCases {
             let entry = try object.object("qos\(qos.rawValue)")
+            // Reports before range tracking said `out_of_range` for what is now `untracked`.
+            let untracked = try entry.optionalCount("untracked")
+            let outOfRange = try entry.optionalCount("out_of_range")
             var counts = DeliveryCounts(
                 expected: try entry.count("expected"), received: try entry.count("received"),
                 unique: try entry.count("unique"), duplicated: try entry.count("duplicated"),
-                reordered: try entry.count("reordered"), outOfRange: try entry.count("out_of_range"),
-                rejected: try entry.count("rejected"))
+                reordered: try entry.count("reordered"),
+                untracked: untracked ?? outOfRange ?? 0,
+                rejected: try entry.count("rejected"),
+                missedWhileOffline: try entry.optionalCount("missed_while_offline") ?? 0)
             // Sums of streams: losses and surpluses were summed per stream, not derived from the totals.
             counts.lost = try entry.count("lost")
             counts.unexpected = try entry.count("unexpected")
             self[qos] = counts
         }
+        foreign = try object.optionalCount("foreign") ?? 0
+        retainedOnSubscribe = try object.optionalCount("retained_on_subscribe") ?? 0
     }
 }
 
@@ -334,6 +346,12 @@ struct JSONField {
             throw mismatch(key, "a non-negative integer", child)
         }
         return UInt64(number)
+    }
+
+    /// A non-negative integer, nil when absent (members added after the first report format).
+    func optionalCount(_ key: String) throws(ReportError) -> UInt64? {
+        guard value[key] != nil else { return nil }
+        return try count(key)
     }
 
     /// Every member as a reason and its count, in the order written.

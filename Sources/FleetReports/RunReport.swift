@@ -107,14 +107,18 @@ public struct RunInfo: Equatable, Sendable {
     /// The publishing phase (start barrier to the end of publishing), seconds: what every rate is divided by.
     /// 0 in reports written before it was recorded (`rateSeconds` then falls back to the whole run).
     public var publishSeconds: Double
+    /// The run id in every end-to-end header (written as 16 lowercase hex digits); 0 in reports written before
+    /// run ids.
+    public var runID: UInt64
 
     public init(startedAt: Date, durationSeconds: Double, interrupted: Bool = false, seed: UInt64 = 0,
-                publishSeconds: Double = 0) {
+                publishSeconds: Double = 0, runID: UInt64 = 0) {
         self.startedAt = startedAt
         self.durationSeconds = durationSeconds
         self.interrupted = interrupted
         self.seed = seed
         self.publishSeconds = publishSeconds
+        self.runID = runID
     }
 
     /// The one time base of rates (`rates.published`, `rates.received`, per-second columns): the publishing
@@ -215,19 +219,27 @@ public struct DeliveryByQoS: Equatable, Sendable {
     public var qos0 = DeliveryCounts()
     public var qos1 = DeliveryCounts()
     public var qos2 = DeliveryCounts()
+    /// Arrivals that were not this run's: no fleetbench header, or another run's id (`delivery.foreign`).
+    public var foreign: UInt64 = 0
+    /// Retained messages a broker handed over on subscribe (`delivery.retained_on_subscribe`).
+    public var retainedOnSubscribe: UInt64 = 0
 
     public init(qos0: DeliveryCounts = DeliveryCounts(), qos1: DeliveryCounts = DeliveryCounts(),
-                qos2: DeliveryCounts = DeliveryCounts()) {
+                qos2: DeliveryCounts = DeliveryCounts(), foreign: UInt64 = 0, retainedOnSubscribe: UInt64 = 0) {
         self.qos0 = qos0
         self.qos1 = qos1
         self.qos2 = qos2
+        self.foreign = foreign
+        self.retainedOnSubscribe = retainedOnSubscribe
     }
 
     /// From the engine's array indexed by QoS (missing entries stay empty, extra ones are ignored).
-    public init(_ byIndex: [DeliveryCounts]) {
+    public init(_ byIndex: [DeliveryCounts], foreign: UInt64 = 0, retainedOnSubscribe: UInt64 = 0) {
         if byIndex.count > 0 { qos0 = byIndex[0] }
         if byIndex.count > 1 { qos1 = byIndex[1] }
         if byIndex.count > 2 { qos2 = byIndex[2] }
+        self.foreign = foreign
+        self.retainedOnSubscribe = retainedOnSubscribe
     }
 
     public subscript(qos: QoSLevel) -> DeliveryCounts {
