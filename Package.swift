@@ -79,6 +79,9 @@ let package = Package(
             name: "IdentityBenchmark", dependencies: ["FleetTransport", "FleetScenario", "FleetBroker"],
             path: "Benchmarks/IdentityBenchmark"),
         .executableTarget(
+            name: "PayloadBenchmark", dependencies: ["FleetEngine", "CAllocCounter"],
+            path: "Benchmarks/PayloadBenchmark"),
+        .executableTarget(
             name: "EngineBenchmark",
             dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
             path: "Benchmarks/EngineBenchmark"),

@@ -59,13 +59,30 @@ measure("latency_recorder_record_both_origins", operations: 10_000_000) { operat
 sink &+= latencies.histogram(.endToEnd, from: .intended).totalCount
 
 var tracker = DeliveryTracker()
-tracker.reserve(streams: 64, sequencesPerStream: 1_000_000)
+tracker.reserve(streams: 64, rangesPerStream: 4)
 measure("delivery_tracker_record", operations: 20_000_000) { operation in
     // 64 streams round-robin, sequence numbers rising per stream, every 1000th pair swapped (reordered).
     let stream = operation & 63
     var sequence = UInt64(operation >> 6)
     if sequence % 1000 == 1 { sequence -= 1 } else if sequence % 1000 == 0 { sequence += 1 }
     if tracker.record(stream: stream, sequence: sequence) == .reordered { sink &+= 1 }
+}
+// Lossy streams: every 100th message of each stream missing, so each stream holds a range per gap (3,125 after
+// 312,500 messages): the cost of a binary search never comes in, in-order arrivals still append.
+var lossy = DeliveryTracker()
+lossy.reserve(streams: 64, rangesPerStream: 4_096)
+measure("delivery_tracker_record_1pct_gaps", operations: 20_000_000) { operation in
+    let stream = operation & 63
+    let sequence = UInt64(operation >> 6)
+    if sequence % 100 == 99 { return }
+    if lossy.record(stream: stream, sequence: sequence) == .inOrder { sink &+= 1 }
+}
+// A late copy into a stream full of gaps: a binary search over its ranges, then a join or insert.
+var gappy = DeliveryTracker()
+for sequence in stride(from: UInt64(0), to: 2_000_000, by: 2) { gappy.record(stream: 0, sequence: sequence) }
+measure("delivery_tracker_duplicate_among_1m_ranges", operations: 5_000_000) { operation in
+    let sequence = UInt64(operation &* 2_654_435_761) % 2_000_000 & ~1
+    if gappy.record(stream: 0, sequence: sequence) == .duplicate { sink &+= 1 }
 }
 
 var interval = IntervalLatencyRecorder(startingAt: 0)

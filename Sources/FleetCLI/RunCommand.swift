@@ -23,6 +23,8 @@ struct RunCommand {
           --set path=value        override a scenario value (repeatable), e.g. --set fleets.vehicles.count=5000
           --duration D            total run time, e.g. 30s or 5m (same as --set duration=D)
           --seed N                seed of every random choice (same as --set seed=N)
+          --run-id HEX            the run id written into every message (1 to 16 hex digits, not 0);
+                                  give every process of one run the same (default: random)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
@@ -61,6 +63,8 @@ struct RunCommand {
     var receiveCoalescing: UInt64?
     /// --io-uring off: `EngineConfiguration.batchedSends` false.
     var batchedSends = true
+    /// --run-id: the run id of every header; nil: the engine draws one.
+    var runID: UInt64?
     var scale: Double?
     var metricsAddress: SocketAddress?
     var baseline: String?
@@ -93,6 +97,12 @@ struct RunCommand {
                 }
                 command.duration = duration
             case "--seed": command.overrides.append("seed=" + (try value(argument)))
+            case "--run-id":
+                let text = try value(argument)
+                guard text.count <= 16, let runID = UInt64(text, radix: 16), runID != 0 else {
+                    throw UsageError("--run-id needs 1 to 16 hex digits, not all zero, got '\(text)'")
+                }
+                command.runID = runID
             case "--out": command.outputDirectory = try value(argument)
             case "--lanes":
                 let text = try value(argument)
@@ -260,7 +270,9 @@ struct RunCommand {
                 endpoints: runBrokers, embeddedBroker: embedded != nil)
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
             configuration.batchedSends = batchedSends
+            if let runID { configuration.runID = runID }
             engine = try Engine(configuration: configuration)
+            report.run.runID = engine.runID
         } catch {
             console.error("fleetbench: \(error)")
             return .runtimeFailure
@@ -316,6 +328,10 @@ struct RunCommand {
             }
             progress.show(live.current)
         }
+        // CPU used while publishing, for the saturation check: connecting and draining cost differently.
+        let publishingCPU = PublishingCPU()
+        engine.onPublishStart = { publishingCPU.mark(start: true, seconds: Self.cpuSeconds()) }
+        engine.onPublishEnd = { publishingCPU.mark(start: false, seconds: Self.cpuSeconds()) }
         let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
         let runStart = MonotonicClock.now()
         stages.start(engine: engine)
@@ -331,7 +347,9 @@ struct RunCommand {
         report.run.durationSeconds = elapsed
         report.run.interrupted = control.stopRequested
         report.setCounters(result.counters, peakConnected: result.peakConnected)
-        report.delivery = DeliveryByQoS(result.delivery)
+        report.messages.unackedAtEnd = result.unackedAtEnd
+        report.delivery = DeliveryByQoS(result.delivery, foreign: result.foreignMessages,
+                                        retainedOnSubscribe: result.retainedOnSubscribe)
         report.latency = result.latency
         report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
         // Engine snapshots carry running totals; the report's timeline holds each second's own counts.
@@ -345,25 +363,35 @@ struct RunCommand {
         if scenario.fleets.count > 1 {
             report.fleets = scenario.fleets.compactMap { fleet in
                 guard let fleetResult = result.fleets[fleet.name] else { return nil }
-                return FleetReport(
+                var fleetReport = FleetReport(
                     name: fleet.name, clients: fleet.count, counters: fleetResult.counters,
-                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery),
+                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery, foreign: fleetResult.foreignMessages,
+                                                                   retainedOnSubscribe: fleetResult.retainedOnSubscribe),
                     latency: fleetResult.latency)
+                fleetReport.messages.unackedAtEnd = fleetResult.unackedAtEnd
+                fleetReport.ackTimeoutSeconds = Self.ackTimeoutSeconds(fleet)
+                return fleetReport
             }
         }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
             abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
+            unsentAtEnd: result.unsentAtEnd,
+            drainSeconds: Double(result.phases.drainEnd &- result.phases.publishEnd) / 1e9,
+            drainLimitSeconds: Double(engine.configuration.drainTimeout) / 1e9,
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
             sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress))
-        report.generator.saturationReasons = Self.saturation(
-            result: result, cpuSeconds: report.generator.cpuSeconds, elapsed: elapsed, lanes: engine.laneCount)
-        report.generator.saturated = !report.generator.saturationReasons.isEmpty
         let publishSeconds = Double(result.phases.publishEnd &- result.phases.publishStart) / 1e9
-        let metrics = RunMetrics(result: result, publishSeconds: publishSeconds)
+        report.generator.saturationReasons = Self.saturation(
+            result: result, publishingCPUSeconds: publishingCPU.seconds, publishSeconds: publishSeconds,
+            lanes: engine.laneCount)
+        report.generator.saturated = !report.generator.saturationReasons.isEmpty
+        report.run.publishSeconds = publishSeconds
+        // Thresholds divide by the same publishing phase as report.json, compare and the HTML report.
+        let metrics = RunMetrics(result: result, publishSeconds: report.run.rateSeconds)
         report.thresholds = scenario.thresholds.map { threshold in
             let outcome = threshold.evaluate(metrics.value)
             return ThresholdResult(
@@ -419,25 +447,28 @@ struct RunCommand {
         return ScenarioRedaction.redact(root)
     }
 
-    /// Schedule lag p99 above this means the generator could not keep its own schedule.
+    /// Generator lag p99 above this means the generator could not keep its own schedule.
     static let saturationLagMicroseconds: UInt64 = 10_000
     /// CPU use above this share of the lanes' cores means the generator itself was the bottleneck.
     static let saturationCPUShare = 0.9
 
-    /// Why the generator, rather than the broker, may have limited the run (empty: it did not).
-    static func saturation(result: EngineResult, cpuSeconds: Double, elapsed: Double, lanes: Int) -> [String] {
+    /// Why the generator, rather than the broker, may have limited the run (empty: it did not). Both figures
+    /// cover the publishing phase only. Lag is the generator's own (`EngineResult.generatorLag`): how late each
+    /// message left beyond its slot and the moment its client could send, so a reconnect's backlog or a full
+    /// window (the broker's doing) neither hides nor fakes it, and the check holds in runs with reconnects.
+    static func saturation(result: EngineResult, publishingCPUSeconds: Double, publishSeconds: Double,
+                           lanes: Int) -> [String] {
         var reasons: [String] = []
-        let lag = result.latency.histogram(.scheduleLag, from: .intended)
-        // Messages held back while their client was reconnecting are late by the outage, not because the
-        // generator fell behind: lag only speaks for the generator in a run without reconnects.
-        if lag.totalCount > 0, lag.valueAtPercentile(99) > saturationLagMicroseconds, result.counters.reconnects == 0 {
-            reasons.append(String(format: "schedule lag p99 %.1f ms is above %.0f ms: messages left later than planned",
+        let lag = result.generatorLag
+        if lag.totalCount > 0, lag.valueAtPercentile(99) > saturationLagMicroseconds {
+            reasons.append(String(format: "generator lag p99 %.1f ms is above %.0f ms: messages left later than "
+                                  + "planned although their clients could send",
                                   Double(lag.valueAtPercentile(99)) / 1000, Double(saturationLagMicroseconds) / 1000))
         }
         let cores = Double(min(lanes, ProcessInfo.processInfo.activeProcessorCount))
-        if elapsed > 0, cores > 0, cpuSeconds / (elapsed * cores) > saturationCPUShare {
-            reasons.append(String(format: "fleetbench used %.0f %% of %.0f cores (bound %.0f %%)",
-                                  cpuSeconds / (elapsed * cores) * 100, cores, saturationCPUShare * 100))
+        if publishSeconds > 0, cores > 0, publishingCPUSeconds / (publishSeconds * cores) > saturationCPUShare {
+            reasons.append(String(format: "fleetbench used %.0f %% of %.0f cores while publishing (bound %.0f %%)",
+                                  publishingCPUSeconds / (publishSeconds * cores) * 100, cores, saturationCPUShare * 100))
         }
         return reasons
     }
@@ -488,8 +519,18 @@ struct RunCommand {
         return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
     }
 
+    /// The run's deadlines for report.json's top-level `timeouts_s`: per kind the longest any fleet used (each
+    /// fleet's own are in its `fleets[]` entry).
     static func ackTimeoutSeconds(_ scenario: Scenario) -> [AckKind: Double] {
-        guard let timeouts = scenario.fleets.first?.ackTimeouts else { return [:] }
+        var longest: [AckKind: Double] = [:]
+        for fleet in scenario.fleets {
+            for (kind, seconds) in ackTimeoutSeconds(fleet) { longest[kind] = max(longest[kind] ?? 0, seconds) }
+        }
+        return longest
+    }
+
+    static func ackTimeoutSeconds(_ fleet: Fleet) -> [AckKind: Double] {
+        let timeouts = fleet.ackTimeouts
         return [
             .connack: timeouts.connack.seconds, .suback: timeouts.suback.seconds, .unsuback: timeouts.unsuback.seconds,
             .puback: timeouts.puback.seconds, .pubrec: timeouts.pubrec.seconds, .pubcomp: timeouts.pubcomp.seconds,
@@ -540,5 +581,26 @@ extension Scenario {
             kept.append(stage)
         }
         stages = kept
+    }
+}
+
+/// CPU seconds of the process at the start and the end of the publishing phase (set from the engine's callbacks).
+final class PublishingCPU: @unchecked Sendable {
+    private let lock = NSLock()
+    private var start: Double?
+    private var end: Double?
+
+    func mark(start isStart: Bool, seconds: Double) {
+        lock.withLock {
+            if isStart { start = seconds } else { end = seconds }
+        }
+    }
+
+    /// CPU used while publishing (0 when publishing never started or ended).
+    var seconds: Double {
+        lock.withLock {
+            guard let start, let end, end >= start else { return 0 }
+            return end - start
+        }
     }
 }

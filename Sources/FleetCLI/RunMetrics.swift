@@ -31,6 +31,15 @@ struct RunMetrics {
             }
             return microseconds * 1000
         case "delivery":
+            if parts.count == 2 {
+                switch parts[1] {
+                case "foreign": return Double(result.foreignMessages)
+                case "retained_on_subscribe": return Double(result.retainedOnSubscribe)
+                case "missed_while_offline": return Double(result.delivery.reduce(0) { $0 + $1.missedWhileOffline })
+                case "untracked": return Double(result.delivery.reduce(0) { $0 + $1.untracked })
+                default: return nil
+                }
+            }
             guard parts.count == 3, let qos = Self.qosIndex(parts[1]) else { return nil }
             let delivery = result.delivery[qos]
             switch parts[2] {
@@ -41,9 +50,10 @@ struct RunMetrics {
             case "expected": return Double(delivery.expected)
             case "unique": return Double(delivery.unique)
             case "unexpected": return Double(delivery.unexpected)
-            case "out_of_range": return Double(delivery.outOfRange)
             case "rejected": return Double(delivery.rejected)
             case "loss_ratio": return delivery.expected == 0 ? 0 : Double(delivery.lost) / Double(delivery.expected)
+            case "missed_while_offline": return Double(delivery.missedWhileOffline)
+            case "untracked": return Double(delivery.untracked)
             default: return nil
             }
         case "messages":
@@ -54,6 +64,7 @@ struct RunMetrics {
             case "published": return Double(result.counters.published[level])
             case "acked": return qos == 0 ? nil : Double(result.counters.acked[level])
             case "received": return Double(result.counters.received[level])
+            case "unacked_at_end": return qos == 0 ? nil : Double(result.unackedAtEnd[level])
             default: return nil
             }
         case "ack_timeouts":
@@ -80,6 +91,7 @@ struct RunMetrics {
             case "schedule_lag_p99": return lag.totalCount == 0 ? 0 : Double(lag.valueAtPercentile(99)) * 1000
             case "schedule_lag_max": return lag.totalCount == 0 ? 0 : Double(lag.max) * 1000
             case "dropped": return Double(result.droppedSlots)
+            case "unsent_at_end": return Double(result.unsentAtEnd)
             case "abandoned_publishes": return Double(result.abandonedPublishes)
             case "foreign_messages": return Double(result.foreignMessages)
             case "receive_coalescing_pauses": return Double(result.coalescingPauses)

@@ -18,15 +18,26 @@ enum RunSummary {
             guard published > 0 || received > 0 else { continue }
             let delivery = report.delivery[level]
             var line = "  qos\(level.rawValue)          published \(published)"
-            if level != .atMostOnce { line += ", acked \(report.messages.acked[level])" }
+            if level != .atMostOnce {
+                line += ", acked \(report.messages.acked[level]), unacked at end \(report.messages.unackedAtEnd[level])"
+            }
             line += ", received \(received); expected \(delivery.expected), lost \(delivery.lost), "
                 + "duplicated \(delivery.duplicated), reordered \(delivery.reordered)"
+            if delivery.missedWhileOffline > 0 { line += ", missed while offline \(delivery.missedWhileOffline)" }
+            if delivery.untracked > 0 { line += ", untracked \(delivery.untracked)" }
             lines.append(line)
+        }
+        if report.delivery.foreign > 0 || report.delivery.retainedOnSubscribe > 0 {
+            lines.append("  not counted   foreign \(report.delivery.foreign) (not this run's), "
+                + "retained on subscribe \(report.delivery.retainedOnSubscribe)")
         }
         if report.ackTimeouts.total > 0 {
             let kinds = AckKind.allCases.filter { report.ackTimeouts[$0] > 0 }
                 .map { "\($0.reportName) \(report.ackTimeouts[$0])" }.joined(separator: ", ")
             lines.append("  ack timeouts  \(kinds)")
+        }
+        if report.generator.unsentAtEnd > 0 || report.generator.droppedSlots > 0 {
+            lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd), dropped \(report.generator.droppedSlots)")
         }
         lines.append("  latency (ms)  kind                 count      p50      p90      p99    p99.9      max")
         for kind in report.latency.kindsWithSamples {

@@ -180,6 +180,7 @@ enum ScenarioMapping {
             if !endpoints.isEmpty {
                 engineFleet.endpoints = try Self.endpoints(for: fleet, brokers: endpoints, embedded: embeddedBroker)
             }
+            engineFleet.connectTimeout = fleet.ackTimeouts.connect.nanoseconds
             engineFleet.startOffset = ramp?.offset ?? 0
             engineFleet.ramp = ramp?.ramp
             if willVaries {
@@ -198,7 +199,8 @@ enum ScenarioMapping {
             }
             fleets.append(engineFleet)
         }
-        return EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes, seed: seed)
+        return EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes, seed: seed,
+                                   drainTimeout: scenario.drainDuration.nanoseconds)
     }
 
     static func stream(

@@ -1,36 +1,55 @@
 /// The header publishers put at the start of each payload and subscribers read back, to measure end-to-end
-/// latency from the intended send time and to count, per stream, messages received, lost, duplicated and
-/// reordered.
+/// latency from the intended and the actual send time, to count per stream messages received, lost,
+/// duplicated and reordered, and to tell this run's messages from anyone else's.
 ///
-/// `intendedTime` is a monotonic-clock reading (ns). That works because publishers and subscribers run in the
-/// same process and share the clock. Across processes or machines the monotonic clocks are unrelated: such a
-/// setup would need wall-clock timestamps and an aligned clock (PTP/NTP offset) instead.
+/// Times are monotonic-clock readings (ns). That works because publishers and subscribers of one run share a
+/// process and its clock. Across processes or machines the monotonic clocks are unrelated: such a setup would
+/// need wall-clock timestamps and an aligned clock (PTP/NTP offset) instead. The run id already is shared by
+/// every process of one run (`--run-id`), so messages of another run on the same broker are never counted.
 ///
-/// Two forms, both fixed-size and written without allocating:
-/// - binary (24 bytes) at the start of binary payloads:
-///   `FB 01 00 00 | stream id (u32 BE) | sequence (u64 BE) | intended time (u64 BE)`. 0xFB never occurs in UTF-8
-///   text, and the version and zero reserved bytes make a foreign binary payload very unlikely to pass.
+/// Version 2 (written), both forms fixed-size and written without allocating (see docs/report-format.md):
+/// - binary (40 bytes) at the start of binary payloads:
+///   `FB 02 00 00 | stream id (u32 BE) | sequence (u64 BE) | intended time (u64 BE) | run id (u64 BE) |
+///   actual send time (u64 BE)`. 0xFB never occurs in UTF-8 text, and the version and zero reserved bytes make
+///   a foreign binary payload very unlikely to pass. A binary payload is never shorter than the header, so the
+///   actual send time is in every message.
 /// - text, for JSON payloads, as the object's first member so the JSON stays valid:
-///   `{"_fb":"01<8 hex stream><16 hex sequence><16 hex time>", ...}` (lowercase hex, fixed width). Readers
-///   look only at the payload's first bytes.
+///   `{"_fb":"02<8 hex stream><16 hex sequence><16 hex intended><16 hex run id><16 hex sent>", ...}`
+///   (lowercase hex, fixed width). Readers look only at the payload's first bytes.
+///
+/// Version 1 (24-byte binary, 50-byte text field: no run id, no send time) is still read, so a payload a
+/// release before run ids retained on a broker is recognised; it reads with run id 0, which no run uses, so it
+/// counts as another run's message.
 public struct EndToEndHeader: Sendable, Equatable, Hashable {
+    /// The run that published the message; never 0 in version 2 (0 marks a version 1 header).
+    public var runID: UInt64
     public var streamID: UInt32
     public var sequence: UInt64
     /// Monotonic ns at which the message should have been sent.
     public var intendedTime: UInt64
+    /// Monotonic ns at which the message was handed to the connection (its intended time in version 1).
+    public var sentTime: UInt64
+    /// The version the header was read with (written headers are always `version`).
+    public var readVersion: UInt8
 
-    public init(streamID: UInt32, sequence: UInt64, intendedTime: UInt64) {
+    public init(streamID: UInt32, sequence: UInt64, intendedTime: UInt64, runID: UInt64 = 0, sentTime: UInt64? = nil) {
+        self.runID = runID
         self.streamID = streamID
         self.sequence = sequence
         self.intendedTime = intendedTime
+        self.sentTime = sentTime ?? intendedTime
+        readVersion = Self.version
     }
 
-    public static let binarySize = 24
+    public static let binarySize = 40
     public static let magic: UInt8 = 0xFB
-    public static let version: UInt8 = 1
-    /// `"_fb":"` + 2 version digits + 40 hex digits + `"`, without the comma that separates it from the next member.
-    public static let textFieldSize = 50
+    public static let version: UInt8 = 2
+    /// `"_fb":"` + 2 version digits + 72 hex digits + `"`, without the comma that separates it from the next member.
+    public static let textFieldSize = 82
     static let textKey: [UInt8] = Array(#""_fb":""#.utf8)
+    /// Sizes of the version 1 forms, still read.
+    static let binarySizeVersion1 = 24
+    static let textFieldSizeVersion1 = 50
 }
 
 public enum EndToEndHeaderError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -55,7 +74,7 @@ public enum EndToEndHeaderError: Error, Sendable, Equatable, CustomStringConvert
 // MARK: Binary form
 
 extension EndToEndHeader {
-    /// Writes the 24-byte binary form at the start of `buffer`; returns the bytes written, or 0 if it is too small.
+    /// Writes the 40-byte binary form at the start of `buffer`; returns the bytes written, or 0 if it is too small.
     @discardableResult
     public func writeBinary(to buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard buffer.count >= Self.binarySize else { return 0 }
@@ -66,6 +85,8 @@ extension EndToEndHeader {
         buffer.storeBytes(of: streamID.bigEndian, toByteOffset: 4, as: UInt32.self)
         buffer.storeBytes(of: sequence.bigEndian, toByteOffset: 8, as: UInt64.self)
         buffer.storeBytes(of: intendedTime.bigEndian, toByteOffset: 16, as: UInt64.self)
+        buffer.storeBytes(of: runID.bigEndian, toByteOffset: 24, as: UInt64.self)
+        buffer.storeBytes(of: sentTime.bigEndian, toByteOffset: 32, as: UInt64.self)
         return Self.binarySize
     }
 
@@ -78,21 +99,33 @@ extension EndToEndHeader {
         appendBigEndian(UInt64(streamID), byteCount: 4, to: &bytes)
         appendBigEndian(sequence, byteCount: 8, to: &bytes)
         appendBigEndian(intendedTime, byteCount: 8, to: &bytes)
+        appendBigEndian(runID, byteCount: 8, to: &bytes)
+        appendBigEndian(sentTime, byteCount: 8, to: &bytes)
     }
 
-    /// Reads the binary form from the start of a payload.
+    /// Reads the binary form (version 2, or version 1) from the start of a payload.
     public static func readBinary(from payload: UnsafeRawBufferPointer) throws(EndToEndHeaderError) -> EndToEndHeader {
         guard payload.count >= 1, payload[0] == magic else {
             if payload.isEmpty { throw .tooShort(needed: binarySize, got: 0) }
             throw .notAHeader
         }
-        guard payload.count >= binarySize else { throw .tooShort(needed: binarySize, got: payload.count) }
-        guard payload[1] == version else { throw .unsupportedVersion(payload[1]) }
+        guard payload.count >= 2 else { throw .tooShort(needed: binarySize, got: payload.count) }
+        let found = payload[1]
+        guard found == version || found == 1 else { throw .unsupportedVersion(found) }
+        let needed = found == version ? binarySize : binarySizeVersion1
+        guard payload.count >= needed else { throw .tooShort(needed: needed, got: payload.count) }
         guard payload[2] == 0, payload[3] == 0 else { throw .reservedBytesNotZero }
-        return EndToEndHeader(
+        let intended = UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+        var header = EndToEndHeader(
             streamID: UInt32(bigEndian: payload.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
             sequence: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
-            intendedTime: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+            intendedTime: intended)
+        header.readVersion = found
+        if found == version {
+            header.runID = UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            header.sentTime = UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+        }
+        return header
     }
 
     public static func readBinary(from payload: [UInt8]) throws(EndToEndHeaderError) -> EndToEndHeader {
@@ -103,13 +136,15 @@ extension EndToEndHeader {
 // MARK: Text form
 
 extension EndToEndHeader {
-    /// Appends `"_fb":"01…"` (plus `,` when another member follows). Place it right after the object's `{`.
+    /// Appends `"_fb":"02…"` (plus `,` when another member follows). Place it right after the object's `{`.
     public func appendTextField(to bytes: inout [UInt8], trailingComma: Bool) {
         for byte in Self.textKey { bytes.append(byte) }
         appendHex(UInt64(Self.version), digits: 2, to: &bytes)
         appendHex(UInt64(streamID), digits: 8, to: &bytes)
         appendHex(sequence, digits: 16, to: &bytes)
         appendHex(intendedTime, digits: 16, to: &bytes)
+        appendHex(runID, digits: 16, to: &bytes)
+        appendHex(sentTime, digits: 16, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
         if trailingComma { bytes.append(UInt8(ascii: ",")) }
     }
@@ -121,20 +156,29 @@ extension EndToEndHeader {
         guard offset < payload.count else { throw .tooShort(needed: offset + 1 + textFieldSize, got: payload.count) }
         guard payload[offset] == UInt8(ascii: "{") else { throw .notAHeader }
         offset = skipWhitespace(payload, from: offset + 1)
-        let needed = offset + textFieldSize
         // Compare the key over the bytes present first, so a foreign short payload is "not a header".
         for (index, byte) in textKey.enumerated() where offset + index < payload.count {
             if payload[offset + index] != byte { throw .notAHeader }
         }
+        let versionAt = offset + textKey.count
+        guard payload.count >= versionAt + 2 else { throw .tooShort(needed: offset + textFieldSize, got: payload.count) }
+        let parsedVersion = try parseHex(payload, at: versionAt, digits: 2)
+        guard parsedVersion == UInt64(version) || parsedVersion == 1 else {
+            throw .unsupportedVersion(UInt8(truncatingIfNeeded: parsedVersion))
+        }
+        let needed = offset + (parsedVersion == 1 ? textFieldSizeVersion1 : textFieldSize)
         guard payload.count >= needed else { throw .tooShort(needed: needed, got: payload.count) }
-        offset += textKey.count
-        let parsedVersion = try parseHex(payload, at: offset, digits: 2)
-        guard parsedVersion == UInt64(version) else { throw .unsupportedVersion(UInt8(truncatingIfNeeded: parsedVersion)) }
-        let stream = try parseHex(payload, at: offset + 2, digits: 8)
-        let sequence = try parseHex(payload, at: offset + 10, digits: 16)
-        let time = try parseHex(payload, at: offset + 26, digits: 16)
-        guard payload[offset + 42] == UInt8(ascii: "\"") else { throw .notAHeader }
-        return EndToEndHeader(streamID: UInt32(truncatingIfNeeded: stream), sequence: sequence, intendedTime: time)
+        let stream = try parseHex(payload, at: versionAt + 2, digits: 8)
+        let sequence = try parseHex(payload, at: versionAt + 10, digits: 16)
+        let time = try parseHex(payload, at: versionAt + 26, digits: 16)
+        var header = EndToEndHeader(streamID: UInt32(truncatingIfNeeded: stream), sequence: sequence, intendedTime: time)
+        header.readVersion = UInt8(parsedVersion)
+        if parsedVersion == UInt64(version) {
+            header.runID = try parseHex(payload, at: versionAt + 42, digits: 16)
+            header.sentTime = try parseHex(payload, at: versionAt + 58, digits: 16)
+        }
+        guard payload[needed - 1] == UInt8(ascii: "\"") else { throw .notAHeader }
+        return header
     }
 
     public static func readText(from payload: [UInt8]) throws(EndToEndHeaderError) -> EndToEndHeader {

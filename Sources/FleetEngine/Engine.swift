@@ -24,6 +24,8 @@ public final class Engine: @unchecked Sendable {
     /// subscriptions are all shared are not here, and mixed members only with their plain filters: shared
     /// subscriptions are accounted in `shareGroups`).
     let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
+    /// Per subscriber in `subscriberFilters` (by global index): the streams its plain filters match.
+    let entitledStreams: [Int: [UInt32]]
     /// The run's shared-subscription groups, by group index (order of first appearance in the configuration).
     let shareGroups: [ShareGroup]
     /// Clients connected at once across the lanes (exact peaks for the result).
@@ -39,6 +41,8 @@ public final class Engine: @unchecked Sendable {
     /// Called once on `run`'s thread when the start barrier opened and publishing begins (every client
     /// connected and subscribed, or `readyTimeout` passed), before the first `shouldStop` poll of that phase.
     public var onPublishStart: (@Sendable () -> Void)?
+    /// Called once on `run`'s thread when publishing has stopped on every lane, before the drain.
+    public var onPublishEnd: (@Sendable () -> Void)?
 
     struct ReadyState {
         var count = 0
@@ -120,6 +124,7 @@ public final class Engine: @unchecked Sendable {
         if configuration.tickNanoseconds == 0 {
             configuration.tickNanoseconds = Self.defaultTickNanoseconds(configuration: configuration, laneCount: laneCount)
         }
+        if configuration.runID == 0 { configuration.runID = Self.randomRunID() }
         self.configuration = configuration
         var fleets: [FleetRuntime] = []
         var firstStream = 0
@@ -135,6 +140,7 @@ public final class Engine: @unchecked Sendable {
         var filters: [(Int, [MQTTSubscription])] = []
         var groups: [ShareGroup] = []
         var groupIndices: [String: Int] = [:]
+        var mixedClients: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])] = []
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
@@ -196,6 +202,9 @@ public final class Engine: @unchecked Sendable {
                 let routed = split.shared.map { shared in
                     (filter: shared.filter, key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
                 }
+                if !routed.isEmpty, Self.onlyGroup(split) == nil {
+                    mixedClients.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
+                }
                 if Self.onlyGroup(split) != nil, let group = routed.first {
                     deliveryKey = group.key  // every arrival is the group's: no matching per message
                 } else if !routed.isEmpty {
@@ -220,6 +229,27 @@ public final class Engine: @unchecked Sendable {
                 global += 1
             }
         }
+        try Self.refuseAmbiguousRoutes(mixedClients, topics: topics, tracked: tracked)
+        // What each subscriber is owed: the tracked streams its own plain filters match (shared subscriptions are
+        // owed per group, see `collect`), and whether each outlives a disconnect.
+        var entitledStreams: [Int: [UInt32]] = [:]
+        for (global, plain) in filters {
+            let lane = global % laneCount
+            let position = global / laneCount
+            let settings = perLane[lane][position].session.settings
+            let keepsSession = !settings.cleanStart && (!settings.version.hasProperties || settings.sessionExpiryInterval > 0)
+            var streams: [UInt32] = []
+            var persistent: [Bool] = []
+            for stream in topics.indices where tracked[stream] {
+                let matching = plain.filter { MQTTTopic.matches(filter: $0.filter, topic: topics[stream]) }
+                guard let granted = matching.map(\.options.qos.rawValue).max() else { continue }
+                streams.append(UInt32(stream))
+                persistent.append(keepsSession && granted >= 1 && qos[stream] != .atMostOnce)
+            }
+            perLane[lane][position].setEntitledStreams(streams, persistent: persistent)
+            entitledStreams[global] = streams
+        }
+        self.entitledStreams = entitledStreams
         self.streamTopics = topics
         self.streamQoS = qos
         self.streamTracked = tracked
@@ -232,7 +262,11 @@ public final class Engine: @unchecked Sendable {
             try Lane(index: index, fleets: fleets, clients: clients, configuration: configuration,
                      laneCount: laneCount, start: start, gauges: gauges)
         }
-        for lane in lanes { lane.streamTracked = tracked }
+        let progress = StreamProgress(streams: firstStream)
+        for lane in lanes {
+            lane.streamTracked = tracked
+            lane.progress = progress
+        }
     }
 
     /// Connects everything, publishes for `duration` ns, drains and disconnects; blocks the calling thread
@@ -264,28 +298,24 @@ public final class Engine: @unchecked Sendable {
             lane.start(publishedStreams: streamCount, origin: origin)
         }
         if configuration.waitForReady {
-            let readyDeadline = MonotonicClock.now() &+ configuration.readyTimeout
+            let readyDeadline = MonotonicClock.now() &+ Self.plannedConnectSpan(configuration) &+ configuration.readyTimeout
             while readyGroup.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
                 if shouldStop() || MonotonicClock.now() >= readyDeadline { break }
             }
         }
         phases.publishStart = MonotonicClock.now()
         onPublishStart?()
-        for lane in lanes {
-            lane.queue.async {
-                lane.publishing = true
-                for client in lane.clients.indices { lane.startPublishing(client) }
-                lane.turn()
-            }
-        }
+        for lane in lanes { lane.queue.async { lane.beginPublishing() } }
         let publishEnd = (configuration.waitForReady ? phases.publishStart : origin) &+ duration
         while MonotonicClock.now() < publishEnd && !shouldStop() { usleep(50_000) }
-        for lane in lanes { lane.queue.sync { lane.publishing = false } }
+        for lane in lanes { lane.queue.sync { lane.endPublishing() } }
         phases.publishEnd = MonotonicClock.now()
+        onPublishEnd?()
         drain()
         phases.drainEnd = MonotonicClock.now()
         for lane in lanes {
             lane.queue.sync {
+                lane.countUnackedAtEnd()
                 lane.stop()
                 lane.emitDueSnapshots()
                 lane.emitSnapshot(end: lane.now, isFinal: true)
@@ -300,24 +330,30 @@ public final class Engine: @unchecked Sendable {
         return collect(merger: merger, phases: phases)
     }
 
-    /// Waits until no QoS 1/2 message is in flight and deliveries stopped arriving (or the drain timeout).
+    /// The end of a run: waits while anything is outstanding, up to `drainTimeout`. Outstanding: a QoS 1/2
+    /// message awaiting its ack within its deadline, on a client that may still get it (connected, or offline
+    /// with a reconnect to come), or deliveries still arriving (the received count moved in the last 100 ms).
+    /// Acks whose deadline passes during the drain are ack timeouts of their kind; what is still awaited when
+    /// it ends is `unackedAtEnd`.
     private func drain() {
         let deadline = MonotonicClock.now() &+ configuration.drainTimeout
         var lastReceived: UInt64 = .max
         while MonotonicClock.now() < deadline {
-            var inFlight = 0
+            var outstanding = 0
             var received: UInt64 = 0
             for lane in lanes {
                 lane.queue.sync {
-                    for client in lane.clients where client.phase == .connected {
-                        inFlight += client.session.inFlightCount
+                    for client in lane.clients where client.phase != .finished {
+                        let awaiting = client.session.awaitingWithinDeadline
+                        outstanding += awaiting.qos1 + awaiting.qos2
                     }
                     for fleet in lane.metrics.fleets { received &+= fleet.counters.received.total }
                 }
             }
-            if inFlight == 0 && received == lastReceived { return }
+            if outstanding == 0 && received == lastReceived { return }
             lastReceived = received
-            usleep(100_000)
+            let left = deadline > MonotonicClock.now() ? deadline - MonotonicClock.now() : 0
+            usleep(UInt32(min(100_000, max(1_000, left / 1_000))))
         }
     }
 
@@ -337,8 +373,12 @@ public final class Engine: @unchecked Sendable {
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
                 fleetResults[fleet].foreignMessages += values.foreignMessages
+                fleetResults[fleet].retainedOnSubscribe += values.retainedOnSubscribe
                 fleetResults[fleet].droppedSlots += values.droppedSlots
                 fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
+                fleetResults[fleet].unsentAtEnd += values.unsentAtEnd
+                fleetResults[fleet].unackedAtEnd.add(values.unackedAtEnd)
+                fleetResults[fleet].generatorLag.add(values.generatorLag)
                 fleetResults[fleet].churnSkipped += values.churnSkipped
                 fleetResults[fleet].requestsAnswered += values.requestsAnswered
                 fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
@@ -355,23 +395,26 @@ public final class Engine: @unchecked Sendable {
         for (fleet, latency) in merger.fleetLatency.enumerated() where fleet < fleetResults.count {
             fleetResults[fleet].latency = latency
         }
-        // Expected deliveries: every (subscriber, stream) pair whose filters match the stream's topic expects
-        // every message the stream published; a pair that received nothing still counts its loss. Counted
-        // for the subscriber's fleet. Shared subscriptions are not in `subscriberFilters` (see below).
-        for (global, filters) in subscriberFilters {
+        // Expected deliveries: every (subscriber, stream) pair whose filters match the stream's topic expects what
+        // the stream published while the subscriber was entitled to it (`Lane+Entitlement`): inside each window,
+        // everything from its SUBACK to its end, plus what arrived between SUBSCRIBE and SUBACK. The rest of what
+        // the stream published is missed while offline. A pair that received nothing still counts its loss.
+        // Counted for the subscriber's fleet. Shared subscriptions are not in `subscriberFilters` (see below).
+        for (global, _) in subscriberFilters {
             let lane = global % lanes.count
             let metrics = laneMetrics[lane]
             let fleet = fleetOfGlobal(global)
-            for stream in streamTopics.indices
-            where streamTracked[stream] && filters.contains(where: { MQTTTopic.matches(filter: $0.filter, topic: streamTopics[stream]) }) {
+            for stream in entitledStreams[global] ?? [] {
                 let key = UInt64(global) << 32 | UInt64(stream)
-                let counts: DeliveryCounts
-                if let dense = metrics.deliveryKeys[key] {
-                    counts = metrics.delivery.counts(stream: dense, expected: published[stream])
-                } else {
-                    counts = DeliveryCounts(expected: published[stream])
+                let dense = metrics.deliveryKeys[key] ?? -1
+                var expected: UInt64 = 0
+                for window in metrics.entitlement[key] ?? [] {
+                    expected &+= window.end &- window.start
+                    expected &+= metrics.delivery.uniqueCount(stream: dense, in: window.graceStart..<window.start)
                 }
-                fleetResults[fleet].delivery[Int(streamQoS[stream].rawValue)].add(counts)
+                var counts = metrics.delivery.counts(stream: dense, expected: expected)
+                counts.missedWhileOffline = published[Int(stream)] > expected ? published[Int(stream)] - expected : 0
+                fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)].add(counts)
             }
         }
         // Shared-subscription groups: the broker hands each message to one member, so a group is one
@@ -397,8 +440,12 @@ public final class Engine: @unchecked Sendable {
             result.counters.add(values.counters)
             result.latency.add(values.latency)
             result.foreignMessages += values.foreignMessages
+            result.retainedOnSubscribe += values.retainedOnSubscribe
             result.droppedSlots += values.droppedSlots
             result.abandonedPublishes += values.abandonedPublishes
+            result.unsentAtEnd += values.unsentAtEnd
+            result.unackedAtEnd.add(values.unackedAtEnd)
+            result.generatorLag.add(values.generatorLag)
             for qos in 0..<3 { result.delivery[qos].add(values.delivery[qos]) }
             result.fleets[fleets[fleet].configuration.name] = values
         }
@@ -457,14 +504,10 @@ public final class Engine: @unchecked Sendable {
     /// the same split: the plain filters per client, the shared filters joined to their group's filters,
     /// expected once per group. Clients without `DeliveryRoutes` match nothing per message.
     ///
-    /// What stays limited, because the topic alone cannot tell the copies apart:
-    /// - A stream one client matches with both a plain and a shared filter reaches it twice when the broker
-    ///   picks it for the group (mosquitto: 5.0 clients; it sends clients before 5.0 one copy per message).
-    ///   Every copy counts for the plain key: its accounting shows a duplicate for each such second copy, and
-    ///   the group shows the message lost unless another member got it too.
-    /// - A stream two groups of one client both match: copies from either group count for the first group (a
-    ///   duplicate there when both picked this client), and the second group misses them.
-    /// (MQTT 5 Subscription Identifiers would tell the copies apart; the engine does not set them.)
+    /// A stream one client matches with both a plain and a shared filter, or with filters of two groups, would
+    /// reach it through either subscription and the topic cannot tell which: such a configuration is refused
+    /// (`refuseAmbiguousRoutes`). MQTT 5 Subscription Identifiers would tell the copies apart; the engine does
+    /// not set them.
     ///
     /// Group identity is the name alone; the broker identifies a shared subscription by name and filter, so
     /// members of one name with different filters that match the same stream would show duplicates.
@@ -472,6 +515,37 @@ public final class Engine: @unchecked Sendable {
         let split = splitSharedSubscriptions(subscriptions)
         guard let group = onlyGroup(split) else { return nil }
         return (group, split.shared.map(\.filter))
+    }
+
+    /// Refuses a client that would receive one accounted stream through two of its subscriptions: a plain filter
+    /// and a shared one, or shared filters of two groups. The broker sends such a client a copy per subscription
+    /// (mosquitto: 5.0 clients) or one copy (3.1.1), and nothing in the message says which subscription brought
+    /// it, so the copies would be counted under the wrong subscriber (duplicates for one, losses for the other).
+    /// MQTT 5 Subscription Identifiers could tell them apart; until the engine sets them, the run is refused
+    /// with the client, the stream's topic and the two filters, before anything connects.
+    static func refuseAmbiguousRoutes(
+        _ clients: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])],
+        topics: [String], tracked: [Bool]
+    ) throws {
+        for client in clients {
+            for (stream, topic) in topics.enumerated() where tracked[stream] {
+                var routes: [String] = []
+                if let plain = client.plain.first(where: { MQTTTopic.matches(filter: $0, topic: topic) }) {
+                    routes.append("its filter '\(plain)'")
+                }
+                var groups: Set<String> = []
+                for shared in client.shared where !groups.contains(shared.group)
+                    && MQTTTopic.matches(filter: shared.filter, topic: topic) {
+                    groups.insert(shared.group)
+                    routes.append("its shared subscription '$share/\(shared.group)/\(shared.filter)'")
+                }
+                guard routes.count >= 2 else { continue }
+                throw EngineConfigurationError(message: "client '\(client.clientID)' of fleet '\(client.fleet)' would receive "
+                    + "topic '\(topic)' through both \(routes[0]) and \(routes[1]): the copies cannot be told apart, so "
+                    + "its deliveries would be mis-counted; make each published topic match one subscription per client "
+                    + "(narrow the plain filter, or subscribe the group from other clients)")
+            }
+        }
     }
 
     /// The group when every subscription is a shared one of the same group.
@@ -496,6 +570,37 @@ public final class Engine: @unchecked Sendable {
             }
         }
         return (plain, shared)
+    }
+
+    /// How long after the start the plan itself starts its last first connect: a fleet's start offset plus its
+    /// ramp (`over`, or count / rate) or, without a ramp, count / connect rate. The ready timeout counts from
+    /// there, so a long ramp is not cut short and its late subscribers do not count the start as lost.
+    static func plannedConnectSpan(_ configuration: EngineConfiguration) -> UInt64 {
+        var span: UInt64 = 0
+        for fleet in configuration.fleets {
+            var spread: Double = 0
+            switch fleet.ramp {
+            case .over(let duration)?: spread = Double(duration)
+            case .rate(let perSecond)?: spread = Double(fleet.count) / perSecond * 1e9
+            case nil: break
+            }
+            if let rate = fleet.connectRate, rate > 0 { spread = max(spread, Double(fleet.count) / rate * 1e9) }
+            let end = fleet.startOffset &+ (spread.isFinite && spread > 0 ? UInt64(min(spread, 1e18)) : 0)
+            span = max(span, end)
+        }
+        return span
+    }
+
+    /// The id written into this run's headers (the configuration's, or a random one when it gave none).
+    public var runID: UInt64 { configuration.runID }
+
+    /// A random, non-zero run id from the system's entropy source (0 marks a header without run id).
+    static func randomRunID() -> UInt64 {
+        var value: UInt64 = 0
+        while value == 0 {
+            value = UInt64.random(in: 1...UInt64.max)
+        }
+        return value
     }
 
     /// The fleet of a global client index (clients are numbered fleet by fleet).
@@ -543,9 +648,19 @@ public struct EngineResult: Sendable {
     public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
     /// The most clients connected at once during the run, across every lane.
     public var peakConnected = 0
+    /// Arrivals without a fleetbench header or with another run's id (`delivery.foreign`).
     public var foreignMessages: UInt64 = 0
+    /// Retained messages handed over on subscribe (`delivery.retained_on_subscribe`), outside the delivery
+    /// accounting and latencies.
+    public var retainedOnSubscribe: UInt64 = 0
     public var droppedSlots: UInt64 = 0
     public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
+    public var unsentAtEnd: UInt64 = 0
+    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
+    public var unackedAtEnd = PerQoSCounts()
+    /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
+    public var generatorLag = HDRHistogram()
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
     /// 0 means every receive time was taken as soon as the bytes could be read.
     public var coalescingPauses: UInt64 = 0
@@ -584,9 +699,19 @@ public struct EngineFleetResult: Sendable {
     public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
     /// The most of this fleet's clients connected at once, across every lane.
     public var peakConnected = 0
+    /// Arrivals without a fleetbench header or with another run's id (`delivery.foreign`).
     public var foreignMessages: UInt64 = 0
+    /// Retained messages handed over on subscribe (`delivery.retained_on_subscribe`), outside the delivery
+    /// accounting and latencies.
+    public var retainedOnSubscribe: UInt64 = 0
     public var droppedSlots: UInt64 = 0
     public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
+    public var unsentAtEnd: UInt64 = 0
+    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
+    public var unackedAtEnd = PerQoSCounts()
+    /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
+    public var generatorLag = HDRHistogram()
 
     /// Responder side: requests answered, and requests that could not be (no reply topic, window full, closed).
     public var requestsAnswered: UInt64 = 0
@@ -622,6 +747,7 @@ extension Lane {
                 metrics.fleets[clients[client].fleet].counters.recordDisconnect(.clientInitiated)
                 markDisconnected(client)
             }
+            entitlementFinish(client)
             closeSocket(client, abortive: false)
             clients[client].phase = .finished
         }

@@ -5,14 +5,15 @@ import MQTTSession
 
 /// What a stream's messages carry.
 public enum EnginePayload: Sendable {
-    /// `size` bytes: the 24-byte binary end-to-end header, from 32 bytes on the actual send time, zeros after.
+    /// `size` bytes: the 40-byte binary end-to-end header (run id and actual send time included), zeros after;
+    /// sizes below 40 are raised to 40.
     case binary(size: Int)
     /// This text, byte for byte, with no end-to-end header (an app's fixed "online" notice, for example).
     /// Subscribers count these messages as received but foreign: no latency, no loss accounting.
     case text(String)
     /// A template rendered per message. A template that starts with a JSON object carries the text header as
-    /// its first member, so the JSON stays valid; any other template gets the binary header and the send time
-    /// (32 bytes) in front of the rendered text.
+    /// its first member, so the JSON stays valid; any other template gets the 40-byte binary header in front of
+    /// the rendered text. Both carry the run id and the actual send time.
     case template(PayloadTemplate)
 }
 
@@ -137,6 +138,9 @@ public struct EngineFleet: Sendable {
     public var connectRate: Double?
     /// Connects (TCP connect to CONNACK) in flight at once for this fleet.
     public var maxConnectsInFlight: Int
+    /// How long TCP connect, TLS handshake and WebSocket upgrade together may take (ns); the CONNACK deadline
+    /// (`session.timeouts.connAck`) then counts from CONNECT sent.
+    public var connectTimeout: UInt64 = 12_000_000_000
     /// The fleet's first connects begin this long (ns) after the run starts.
     public var startOffset: UInt64 = 0
     /// Makes every client of the fleet answer requests on its command topic.
@@ -204,9 +208,12 @@ public struct EngineConfiguration: Sendable {
     /// Timing wheel resolution; 0: chosen by the engine (`Engine.defaultTickNanoseconds`). Messages leave at
     /// the tick after their intended time, so the tick is most of the schedule lag of a lightly loaded lane.
     public var tickNanoseconds: UInt64
-    /// Publishing starts once every client is connected and subscribed, or after this long.
+    /// Publishing starts once every client is connected and subscribed, or this long after the plan's last first
+    /// connect was due (`Engine.plannedConnectSpan`: ramps, connect rates, start offsets).
     public var readyTimeout: UInt64
-    /// After publishing ends, how long to wait for acks and deliveries still in flight.
+    /// After publishing ends, how long at most to wait for acks and deliveries still outstanding (the run goes on
+    /// as soon as nothing is). 15 s by default, the default ack timeout: a message sent at the last moment
+    /// gets its whole deadline. What is still awaited then is `EngineResult.unackedAtEnd`.
     public var drainTimeout: UInt64
     /// True: publishing starts for everyone at once when every client is ready (or `readyTimeout` passed), so
     /// subscribers never miss the start of a stream. False: each client starts its streams as soon as it is
@@ -229,13 +236,17 @@ public struct EngineConfiguration: Sendable {
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
     public var batchedSends = true
+    /// The run's id, written into every end-to-end header: subscribers count only messages that carry it, so
+    /// another run on the same broker (or a message it retained) is never taken for this run's. 0: the engine
+    /// draws a random one (`Engine.runID` tells which). Every process of one run must use the same id.
+    public var runID: UInt64 = 0
 
     /// Every broker address clients may connect to: `brokers` and each fleet's own endpoints.
     var allBrokerAddresses: [SocketAddress] { brokers + fleets.flatMap { $0.endpoints.map(\.address) } }
 
     public init(fleets: [EngineFleet], brokers: [SocketAddress], sourceAddresses: [SocketAddress] = [],
                 lanes: Int = 0, seed: UInt64 = 1, tickNanoseconds: UInt64 = 0,
-                readyTimeout: UInt64 = 30_000_000_000, drainTimeout: UInt64 = 5_000_000_000) {
+                readyTimeout: UInt64 = 30_000_000_000, drainTimeout: UInt64 = 15_000_000_000) {
         self.fleets = fleets
         self.brokers = brokers
         self.sourceAddresses = sourceAddresses

@@ -30,7 +30,7 @@ extension Lane {
             clients[client].wantsWritable = true
             clients[client].phase = .connecting
             wheel.schedule(client: client, kind: TimerKind.connectTimeout,
-                           deadline: now &+ clients[client].session.settings.timeouts.connAck)
+                           deadline: now &+ fleets[fleet].configuration.connectTimeout)
             if try socket.connect(to: broker) == .connected { tcpConnected(client) }
         } catch {
             connectFailed(client, reason: Self.connectFailure(error))
@@ -122,6 +122,7 @@ extension Lane {
     }
 
     func markDisconnected(_ client: Int) {
+        entitlementCut(client)
         gauges.total.decrement()
         gauges.fleets[clients[client].fleet].decrement()
         metrics.fleets[clients[client].fleet].connected -= 1
@@ -195,6 +196,9 @@ extension Lane {
                 connectionLost(client, reason: .closedByPeer)
                 return
             case .bytes(let count):
+                // Receive time per read: later reads of a turn must not inherit the turn's start, or a message
+                // sent after the turn began would arrive "before" its send time (a negative latency).
+                now = MonotonicClock.now()
                 metrics.fleets[clients[client].fleet].counters.bytesIn += UInt64(count)
                 if let transport = clients[client].transport {
                     if !receiveLayered(client, transport, count: count) || clients[client].socket == nil { return }
@@ -304,6 +308,7 @@ extension Lane {
                 // Drained after backpressure: resume publishing at the next turn (not now: this may run inside
                 // the end-of-turn flush loop, which must not gain new dirty clients).
                 if !wantsWritable && publishing && !clients[client].streams.isEmpty {
+                    clients[client].sendableSince = now
                     wheel.schedule(client: client, kind: TimerKind.publish, deadline: now)
                 }
             }

@@ -89,7 +89,8 @@ extension Lane {
                     self.turn(prefetched: fresh ? ready : nil)
                     guard coalescing > 0, self.isReceivingHeavily() else { return nil }
                     self.metrics.coalescingPauses &+= 1
-                    return self.now
+                    // From the turn's start: `now` moved on with every read of the turn.
+                    return self.turnStartedAt
                 }
                 if let start = busyTurnStart { pauseUntil = start &+ coalescing }
             }

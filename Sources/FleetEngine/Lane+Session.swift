@@ -13,10 +13,14 @@ extension Lane {
         metrics.fleets[clients[client].fleet].latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
         clients[client].phase = .connected
         clients[client].attempt = 0
+        clients[client].sendableSince = now
         markConnected(client)
+        entitlementConnected(client, sessionPresent: sessionPresent)
         let firstTime = !clients[client].hasConnectedBefore
         clients[client].hasConnectedBefore = true
         if !firstTime { restartOnConnectStreams(client) }
+        // Without a session the client subscribes again now (below, or the session does it by itself).
+        if !sessionPresent { clients[client].subscribeSentAt = now }
         // The session re-subscribes by itself when the broker lost the session; the first time, we subscribe.
         if firstTime && !clients[client].subscriptions.isEmpty {
             clients[client].subscribeSentAt = now
@@ -29,6 +33,7 @@ extension Lane {
     }
 
     func subscriptionConfirmed(_ client: Int) {
+        entitlementSubscribed(client)
         if !clients[client].isReady {
             metrics.fleets[clients[client].fleet].latency.record(.subscribe, startedAt: clients[client].subscribeSentAt, completedAt: now)
             clients[client].isReady = true
@@ -68,10 +73,50 @@ extension Lane {
     func restartOnConnectStreams(_ client: Int) {
         let fleet = fleets[clients[client].fleet].configuration
         for stream in clients[client].streams.indices where fleet.streams[stream].plan == .onConnect {
-            guard let schedule = clients[client].streams[stream].schedule,
+            guard clients[client].streams[stream].schedule != nil,
                   clients[client].streams[stream].pending == nil else { continue }
-            clients[client].streams[stream].sequenceBase &+= schedule.sentCount
             clients[client].streams[stream].schedule = nil
+        }
+    }
+
+    /// The start barrier opened: every connected client starts its schedules. The clock is read afresh first:
+    /// `now` is the start of the lane's last turn, which on an idle lane may be up to a second old, and
+    /// schedules starting from it would begin with that much lag.
+    func beginPublishing() {
+        now = MonotonicClock.now()
+        publishing = true
+        for client in clients.indices { startPublishing(client) }
+        turn()
+    }
+
+    /// The publishing phase is over. What is due by now gets a last chance to go out (a slot due within the
+    /// last tick has not been fired yet), except from a client waiting for its window to refill (it resumes only
+    /// once half of it is free: `windowOpened`); then every slot due by now and still unsent is counted in
+    /// `unsentAtEnd`: held back by a full window or socket, or by its client being offline.
+    func endPublishing() {
+        now = MonotonicClock.now()
+        for client in clients.indices where clients[client].phase == .connected && !clients[client].awaitingWindow {
+            publishDue(client)
+        }
+        flushDirty()
+        publishing = false
+        for client in clients.indices {
+            for stream in clients[client].streams.indices {
+                let state = clients[client].streams[stream]
+                var unsent: UInt64 = state.pending == nil ? 0 : 1
+                if let schedule = state.schedule { unsent &+= schedule.slotsDue(by: now) }
+                metrics.fleets[clients[client].fleet].unsentAtEnd &+= unsent
+            }
+        }
+    }
+
+    /// The drain is over: every QoS 1/2 message still awaiting its ack within its deadline, on any client
+    /// (offline ones keep theirs in a persistent session), is `unackedAtEnd`.
+    func countUnackedAtEnd() {
+        for client in clients.indices {
+            let awaiting = clients[client].session.awaitingWithinDeadline
+            metrics.fleets[clients[client].fleet].unackedAtEnd.qos1 &+= UInt64(awaiting.qos1)
+            metrics.fleets[clients[client].fleet].unackedAtEnd.qos2 &+= UInt64(awaiting.qos2)
         }
     }
 
@@ -108,7 +153,10 @@ extension Lane {
     /// refilling in halves sends the backlog 16 messages to a write. The window is still honoured, the wait shows
     /// as schedule lag, and a client that never fills its window is not affected.
     func windowOpened(_ client: Int) {
-        if clients[client].awaitingWindow && freeWindowSlotsMissing(client) > 0 { return }
+        if clients[client].awaitingWindow {
+            if freeWindowSlotsMissing(client) > 0 { return }
+            clients[client].sendableSince = now
+        }
         publishDue(client)
     }
 
@@ -183,9 +231,12 @@ extension Lane {
     /// Writes one message. False when the in-flight window is full (the caller keeps it pending).
     private func send(_ client: Int, stream: Int, _ due: ScheduledSend) -> Bool {
         let state = clients[client].streams[stream]
-        let sequence = state.sequenceBase &+ due.sequence
-        let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime)
+        // Dense numbering of what was actually published (a slot dropped while offline takes no number), so a
+        // stream's published count is its next sequence number (`StreamProgress`, entitlement windows).
+        let sequence = state.published
         let now = self.now
+        let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime,
+                                    runID: runID, sentTime: now)
         let tag = UInt64(state.streamID) << 32 | (sequence & 0xFFFF_FFFF)
         var topic = state.topic
         var properties = MQTTEncodedProperties.empty
@@ -206,7 +257,7 @@ extension Lane {
                 topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: size,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
-                EndToEndPayload.write(header: header, sentAt: now, into: payload)
+                EndToEndPayload.write(header: header, into: payload)
             }
         case .text(let text):
             result = clients[client].session.publish(
@@ -229,8 +280,15 @@ extension Lane {
         case .sent:
             metrics.fleets[clients[client].fleet].counters.published[QoSLevel(state.qos)] += 1
             metrics.publishedPerStream[Int(state.streamID)] += 1
+            clients[client].streams[stream].published = sequence &+ 1
+            progress.setPublished(Int(state.streamID), sequence &+ 1)
             if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
-            metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: due.lag / 1000)
+            // Lag at the actual send: a message first refused by a full window goes out later than the turn
+            // that handed it out.
+            let lag = now > due.intendedTime ? now - due.intendedTime : 0
+            metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: lag / 1000)
+            let sendableFrom = max(due.intendedTime, clients[client].sendableSince)
+            metrics.fleets[clients[client].fleet].generatorLag.record(now > sendableFrom ? (now - sendableFrom) / 1000 : 0)
             return true
         case .windowFull:
             clients[client].awaitingWindow = true
@@ -242,8 +300,8 @@ extension Lane {
     }
 
     /// Renders a template message into the lane's render buffer (reused: no allocation once it has grown).
-    /// A JSON-object template carries the text header as its first member; any other gets the binary header
-    /// and the actual send time in front, so subscribers read both latencies as for binary payloads.
+    /// A JSON-object template carries the text header as its first member; any other gets the binary header in
+    /// front. Both carry the run id and the actual send time.
     private func render(_ template: PayloadTemplate, client: Int, clientID: [UInt8], header: EndToEndHeader,
                         sequence: UInt64, intendedTime: UInt64) -> [UInt8] {
         renderBuffer.removeAll(keepingCapacity: true)
@@ -256,7 +314,6 @@ extension Lane {
             template.render(into: &renderBuffer, context: context, random: &random, header: header)
         case .binary:
             header.appendBinary(to: &renderBuffer)
-            withUnsafeBytes(of: now.littleEndian) { renderBuffer.append(contentsOf: $0) }
             template.render(into: &renderBuffer, context: context, random: &random)
         }
         clients[client].random = random
@@ -264,28 +321,14 @@ extension Lane {
     }
 }
 
-/// Payload layout of fleetbench messages: the 24-byte end-to-end header, then (when the payload has room) the
-/// actual send time, so subscribers record latency from both the intended and the actual send; zeros after.
+/// Payload layout of fleetbench binary messages: the end-to-end header (which carries the actual send time),
+/// then zeros up to the configured size.
 enum EndToEndPayload {
-    static let sentTimeOffset = EndToEndHeader.binarySize
-    static let minimumSizeWithSentTime = sentTimeOffset + 8
-
     @inline(__always)
-    static func write(header: EndToEndHeader, sentAt: UInt64, into payload: UnsafeMutableRawBufferPointer) {
+    static func write(header: EndToEndHeader, into payload: UnsafeMutableRawBufferPointer) {
         let written = header.writeBinary(to: payload)
-        var offset = written
-        if payload.count >= minimumSizeWithSentTime {
-            payload.storeBytes(of: sentAt.littleEndian, toByteOffset: sentTimeOffset, as: UInt64.self)
-            offset = minimumSizeWithSentTime
+        if written < payload.count {
+            (payload.baseAddress! + written).initializeMemory(as: UInt8.self, repeating: 0, count: payload.count - written)
         }
-        if offset < payload.count {
-            (payload.baseAddress! + offset).initializeMemory(as: UInt8.self, repeating: 0, count: payload.count - offset)
-        }
-    }
-
-    @inline(__always)
-    static func sentTime(in payload: UnsafeRawBufferPointer) -> UInt64? {
-        guard payload.count >= minimumSizeWithSentTime else { return nil }
-        return UInt64(littleEndian: payload.loadUnaligned(fromByteOffset: sentTimeOffset, as: UInt64.self))
     }
 }

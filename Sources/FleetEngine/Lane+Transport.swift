@@ -96,10 +96,12 @@ extension Lane {
         }
     }
 
-    /// Every layer is up: write CONNECT.
+    /// Every layer is up: write CONNECT. The connect timeout is over; the CONNACK deadline counts from here.
     func startSession(_ client: Int) {
         clients[client].phase = .awaitingConnAck
         clients[client].connectSentAt = now
+        wheel.schedule(client: client, kind: TimerKind.connectTimeout,
+                       deadline: now &+ clients[client].session.settings.timeouts.connAck)
         clients[client].session.connect(now: now, into: &scratch)
         stage(client)
         scheduleSessionDeadline(client)

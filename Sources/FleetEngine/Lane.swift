@@ -49,6 +49,10 @@ final class Lane: @unchecked Sendable {
     var renderBuffer: [UInt8] = []
     /// Wall clock minus monotonic clock (ns) at lane creation, for templates' `{ts_ms}`.
     let wallClockOffset: UInt64
+    /// The run id written into every header; arrivals with another one are foreign.
+    let runID: UInt64
+    /// Every stream's published count, shared by the lanes (set by the engine before the run).
+    var progress = StreamProgress(streams: 0)
     /// Clients with bytes to flush at the end of the turn.
     var dirty: [Int32] = []
     /// The end-of-turn writes in one system call (`EngineConfiguration.batchedSends`); nil: one send(2) each.
@@ -67,6 +71,8 @@ final class Lane: @unchecked Sendable {
     /// `EngineConfiguration.receiveCoalescing`).
     var messagesThisTurn = 0
     var sinceLastTurn: UInt64 = 0
+    /// When the current turn began (`now` moves on within a turn: it is read again after every socket read).
+    var turnStartedAt: UInt64 = 0
 
     /// Run phase, set by the engine through `queue.async`.
     var publishing = false
@@ -132,7 +138,9 @@ final class Lane: @unchecked Sendable {
         clock_gettime(CLOCK_REALTIME, &wall)
         let wallNanoseconds = UInt64(wall.tv_sec) &* 1_000_000_000 &+ UInt64(wall.tv_nsec)
         self.wallClockOffset = wallNanoseconds &- MonotonicClock.now()
+        self.runID = configuration.runID
         self.now = start
+        self.turnStartedAt = start
     }
 
     /// Connects one lane may start back to back: 10 ms worth at its rate, at least 2. Timers fire on ticks (up to
@@ -178,8 +186,9 @@ final class Lane: @unchecked Sendable {
     /// `prefetched`: the events the driver thread's blocking wait returned, handled first, so a turn woken by
     /// the driver costs one epoll_wait, not two. Only a full list means more may be waiting.
     func turn(prefetched: EpollReadyList? = nil) {
-        let previous = now
+        let previous = turnStartedAt
         now = MonotonicClock.now()
+        turnStartedAt = now
         sinceLastTurn = now &- previous
         messagesThisTurn = 0
         threadDriver?.turns.add(1, ordering: .relaxed)
@@ -239,7 +248,7 @@ final class Lane: @unchecked Sendable {
         }
     }
 
-    private func flushDirty() {
+    func flushDirty() {
         // One connection to write gains nothing from the ring: a plain send(2) is the cheaper call.
         if dirty.count > 1, let sendRing, sendRing.isUsable {
             flushBatched(dirty, ring: sendRing)

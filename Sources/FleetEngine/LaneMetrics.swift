@@ -13,6 +13,8 @@ public struct LaneMetrics: Sendable {
     /// so the group is one subscriber; the engine merges a group's state across lanes at the end.
     public var delivery = DeliveryTracker()
     public var deliveryKeys: [UInt64: Int] = [:]
+    /// Closed entitlement windows by delivery key (`subscriber << 32 | stream`): what each subscriber was owed.
+    public var entitlement: [UInt64: [EntitlementWindow]] = [:]
     /// Messages each publisher stream sent (index: global stream id), for expected counts at the end.
     public var publishedPerStream: [UInt64] = []
     /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`).
@@ -37,12 +39,25 @@ public struct FleetLaneMetrics: Sendable {
     public var counters = ClientCounters()
     /// Latencies of the current one-second interval; the lane hands finished intervals to the engine.
     public var latency: IntervalLatencyRecorder
-    /// Messages received that carried no fleetbench header (foreign publishers, will messages).
+    /// Messages received that carried no fleetbench header (foreign publishers, will messages) or another
+    /// run's id (`delivery.foreign`).
     public var foreignMessages: UInt64 = 0
+    /// Messages a broker handed over because of a subscription, from its retained store
+    /// (`delivery.retained_on_subscribe`): not counted as deliveries, no latency.
+    public var retainedOnSubscribe: UInt64 = 0
     /// Slots a `drop` stream skipped because it was behind.
     public var droppedSlots: UInt64 = 0
     /// In-flight messages given up (session lost on reconnect, or connection closed for good).
     public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase that were never sent (window or socket full, the
+    /// client offline): counted once, when publishing stops.
+    public var unsentAtEnd: UInt64 = 0
+    /// QoS 1/2 messages still awaiting their ack, within its deadline, when the drain ended (by QoS).
+    public var unackedAtEnd = PerQoSCounts()
+    /// How late each message left beyond both its slot and the moment its client could send (connected, window
+    /// open, socket writable), µs: the generator's own lateness, which a broker outage or backpressure does not
+    /// inflate (schedule lag includes both). What the saturation check judges.
+    public var generatorLag = HDRHistogram()
     /// Responder side: requests answered, and requests that could not be (no reply topic, window full).
     public var requestsAnswered: UInt64 = 0
     public var requestsUnanswered: UInt64 = 0

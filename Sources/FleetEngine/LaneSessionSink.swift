@@ -14,6 +14,8 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     let subscriberKey: UInt64
     /// Only for clients mixing shared and plain subscriptions; nil keeps the one-key path free of matching.
     let deliveryRoutes: DeliveryRoutes?
+    /// Some subscription of the client keeps the RETAIN flag of forwarded messages (MQTT 5 Retain As Published).
+    let retainAsPublished: Bool
     var connected: Bool?
     var subscribed = false
     var windowOpened = false
@@ -49,6 +51,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         }
         self.subscriberKey = lane.clients[client].deliveryKey
         self.deliveryRoutes = lane.clients[client].deliveryRoutes
+        self.retainAsPublished = lane.clients[client].retainAsPublished
     }
 
     mutating func sessionEvent(_ event: MQTTSessionEvent) {
@@ -106,9 +109,18 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             lane.metrics.fleets[fleet].foreignMessages += 1
             return
         }
-        // Only binary-header payloads carry the actual send time; text headers measure from the intended time.
-        let sentAt = payload[0] == EndToEndHeader.magic
-            ? EndToEndPayload.sentTime(in: payload) ?? header.intendedTime : header.intendedTime
+        if message.retain, retainedOnSubscribe(header) {
+            // Stored by the broker and handed over because of a SUBSCRIBE: not a delivery of the stream as it
+            // is published, so outside the exactly-once accounting and the latency histograms.
+            lane.metrics.fleets[fleet].retainedOnSubscribe += 1
+            return
+        }
+        guard header.runID == lane.runID else {
+            // Another run's message (or a header from before run ids): not this run's to count.
+            lane.metrics.fleets[fleet].foreignMessages += 1
+            return
+        }
+        let sentAt = header.sentTime
         if ownStreams.contains(header.streamID), isRequestStream[Int(header.streamID - ownStreams.lowerBound)] {
             // A reply to one of this client's requests: the payload echoes the request's header. A round trip,
             // not an end-to-end delivery.
@@ -131,6 +143,15 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             lane.metrics.deliveryKeys[key] = stream
         }
         _ = lane.metrics.delivery.record(stream: stream, sequence: header.sequence)
+    }
+
+    /// Whether a message with the RETAIN flag was delivered because of a subscription rather than forwarded as
+    /// published. Without Retain As Published the broker clears the flag on forwarded messages (3.1.1 §3.3.1.3,
+    /// 5.0 §3.3.1.3), so the flag alone says it; with it, only a message of this run sent before the client's
+    /// latest SUBSCRIBE can be (another run's cannot be told apart and stays foreign).
+    private func retainedOnSubscribe(_ header: EndToEndHeader) -> Bool {
+        guard retainAsPublished else { return true }
+        return header.runID == lane.runID && header.sentTime < lane.clients[client].subscribeSentAt
     }
 
     /// Applies what the events asked for. Returns false when the connection was closed.

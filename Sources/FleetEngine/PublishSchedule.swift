@@ -154,6 +154,51 @@ public struct PublishSchedule: Sendable {
 
     public var isFinished: Bool { nextIntendedTime == nil }
 
+    /// How many slots not handed out yet are due by `time` (intended time at or before it): what a stream
+    /// still owed when publishing stopped. Grid plans count in closed form, so a client offline for hours
+    /// costs nothing; jittered and Poisson plans step a copy of the schedule (its own random draws), at most
+    /// `stepLimit` slots, beyond which the rest of the grid is estimated from the plan's rate.
+    public func slotsDue(by time: UInt64, stepLimit: UInt64 = 10_000_000) -> UInt64 {
+        guard let next = nextIntendedTime, next <= time else { return 0 }
+        let remainingSlots = slotLimit.map { $0 > slotIndex ? $0 - slotIndex : 0 } ?? .max
+        let due: UInt64
+        switch plan {
+        case .rate(let perSecond):
+            // Slot k is at start + floor(k * 1e9 / perSecond): slots 0...K are due with K the largest such k.
+            let last = (Double(time - start) * perSecond / 1e9).rounded(.down)
+            var lastIndex = last >= 0x1p63 ? UInt64(Int64.max) : UInt64(last)
+            // Rounding of the division: step to the exact boundary of the slot formula.
+            while lastIndex > 0, slotTimeOnRateGrid(lastIndex, perSecond) > time { lastIndex -= 1 }
+            while slotTimeOnRateGrid(lastIndex + 1, perSecond) <= time { lastIndex += 1 }
+            due = lastIndex >= slotIndex ? lastIndex - slotIndex + 1 : 0
+        case .interval(let period, 0):
+            let lastIndex = (time - start) / period
+            due = lastIndex >= slotIndex ? lastIndex - slotIndex + 1 : 0
+        case .bursts(let count, let every):
+            let lastIndex = ((time - start) / every) &* UInt64(max(count, 1)) &+ UInt64(max(count, 1)) &- 1
+            due = lastIndex >= slotIndex ? lastIndex - slotIndex + 1 : 0
+        case .onConnect:
+            due = 1
+        case .interval, .poisson:
+            var copy = self
+            var counted: UInt64 = 0
+            while counted < stepLimit, let intended = copy.nextIntendedTime, intended <= time {
+                counted += 1
+                copy.advance()
+            }
+            if counted == stepLimit, let intended = copy.nextIntendedTime, intended <= time {
+                counted &+= UInt64(Double(time - intended) * plan.messagesPerSecond / 1e9)
+            }
+            due = counted
+        }
+        return min(due, remainingSlots)
+    }
+
+    private func slotTimeOnRateGrid(_ index: UInt64, _ perSecond: Double) -> UInt64 {
+        let offset = (Double(index) * 1e9 / perSecond).rounded(.down)
+        return start.addingSaturating(offset >= 0x1p64 ? UInt64.max : UInt64(offset))
+    }
+
     // MARK: Slot arithmetic
 
     private mutating func advance() {

@@ -88,9 +88,9 @@ struct StreamState {
     let retain: Bool
     let payload: StreamPayload
     var schedule: PublishSchedule?
-    /// Added to the schedule's sequence numbers: an on-connect stream starts a new schedule per connection
-    /// but keeps numbering its messages on.
-    var sequenceBase: UInt64 = 0
+    /// Messages this stream handed to a connection: the next one's sequence number (an on-connect stream
+    /// starts a new schedule per connection but keeps numbering its messages on).
+    var published: UInt64 = 0
     /// A message the in-flight window refused; sent first when the window opens.
     var pending: ScheduledSend?
     /// Set for request streams.
@@ -116,6 +116,9 @@ struct SimulatedClient {
     var isDirty = false
     /// A message waits for the in-flight window: publishing resumes once half the window is free again.
     var awaitingWindow = false
+    /// When the client last became able to send again: connected, its window reopened or its socket drained.
+    /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
+    var sendableSince: UInt64 = 0
     /// The socket's SO_RCVLOWAT (1 unless raised while the client waits for its window).
     var receiveLowWatermark: Int32 = 1
     let outbound = OutboundBuffer(initialCapacity: 2048)
@@ -129,6 +132,8 @@ struct SimulatedClient {
     var subscribeSentAt: UInt64 = 0
     var subscribePacketID: UInt16 = 0
     let subscriptions: [MQTTSubscription]
+    /// Some subscription asks for Retain As Published (the RETAIN flag then no longer says "on subscribe").
+    var retainAsPublished: Bool { subscriptions.contains { $0.options.retainAsPublished } }
     /// High 32 bits of the keys its deliveries are recorded under (`LaneMetrics.deliveryKeys`): its own global
     /// index, or its shared-subscription group's tagged index (`Engine.groupDeliveryKey`). For a client with
     /// `deliveryRoutes`, the key of arrivals no route matches.
@@ -140,6 +145,25 @@ struct SimulatedClient {
     var random: SeededRandom
     /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.
     var isReady = false
+    /// Streams (global ids) its own plain subscriptions match, for the entitlement windows (`Lane+Entitlement`),
+    /// and whether each outlives a disconnect (persistent session, QoS ≥ 1 both ways). Per entitled stream:
+    /// where the current window's grace and window start, where a persistent window's link was cut, and
+    /// whether a window is open.
+    var entitledStreams: [UInt32] = []
+    var entitledPersistent: [Bool] = []
+    var windowGrace: [UInt64] = []
+    var windowStart: [UInt64] = []
+    var windowCut: [UInt64] = []
+    var windowOpen: [Bool] = []
+
+    mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool]) {
+        entitledStreams = streams
+        entitledPersistent = persistent
+        windowGrace = Array(repeating: 0, count: streams.count)
+        windowStart = windowGrace
+        windowCut = windowGrace
+        windowOpen = Array(repeating: false, count: streams.count)
+    }
 }
 
 /// Delivery keys by topic for a client whose subscriptions mix plain filters and shared subscriptions

@@ -159,6 +159,12 @@ public struct HDRHistogram: Sendable {
         return true
     }
 
+    /// Sets the clamped counts of a histogram read back from a report (its encoding holds the buckets only).
+    public mutating func restoreClampedCounts(low: UInt64, high: UInt64) {
+        clampedLowCount = low
+        clampedHighCount = high
+    }
+
     // MARK: Merge and reset
 
     /// Adds every count of `other`. With the same layout (the usual case) this is an exact index-by-index sum;

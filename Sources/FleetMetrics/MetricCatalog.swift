@@ -167,21 +167,37 @@ public enum MetricCatalog {
         Metric("messages.qos2.acked", .number, report: "messages.qos2.acked", .needs(.qos2Publishes), "PUBCOMPs received"),
         Metric("messages.qos0.acked", .number, report: nil, .never("QoS 0 publishes are never acknowledged"),
                "(no such count)"),
+        Metric("messages.qos1.unacked_at_end", .number, report: "messages.qos1.unacked_at_end", .needs(.qos1Publishes),
+               "QoS 1 publishes still awaiting PUBACK within their deadline when the end-of-run drain ended"),
+        Metric("messages.qos2.unacked_at_end", .number, report: "messages.qos2.unacked_at_end", .needs(.qos2Publishes),
+               "QoS 2 publishes still awaiting PUBREC or PUBCOMP within their deadline when the end-of-run drain ended"),
         Metric("messages.bytes_in", .number, report: "messages.bytes_in", "bytes read from brokers"),
         Metric("messages.bytes_out", .number, report: "messages.bytes_out", "bytes written to brokers"),
     ] + perQoS { q in [
         // Delivery accounting of the streams published at this QoS.
-        Metric("delivery.qos\(q).expected", .number, report: "delivery.qos\(q).expected", "messages subscribers should receive"),
+        Metric("delivery.qos\(q).expected", .number, report: "delivery.qos\(q).expected",
+               "messages published while a subscriber was entitled to them (subscribed, or its persistent session lived)"),
         Metric("delivery.qos\(q).received", .number, report: "delivery.qos\(q).received", "arrivals, duplicates included"),
         Metric("delivery.qos\(q).unique", .number, report: "delivery.qos\(q).unique", "distinct messages received"),
-        Metric("delivery.qos\(q).lost", .number, report: "delivery.qos\(q).lost", "expected but never received"),
+        Metric("delivery.qos\(q).lost", .number, report: "delivery.qos\(q).lost", "owed (expected) but never received"),
         Metric("delivery.qos\(q).duplicated", .number, report: "delivery.qos\(q).duplicated", "arrivals of a message already received"),
         Metric("delivery.qos\(q).reordered", .number, report: "delivery.qos\(q).reordered", "arrivals below the highest sequence seen"),
-        Metric("delivery.qos\(q).unexpected", .number, report: "delivery.qos\(q).unexpected", "more distinct messages than published"),
-        Metric("delivery.qos\(q).out_of_range", .number, report: "delivery.qos\(q).out_of_range", "arrivals beyond the tracker's limit"),
-        Metric("delivery.qos\(q).rejected", .number, report: "delivery.qos\(q).rejected", "arrivals with an out-of-range stream"),
+        Metric("delivery.qos\(q).unexpected", .number, report: "delivery.qos\(q).unexpected", "more distinct messages than were owed"),
+        Metric("delivery.qos\(q).missed_while_offline", .number, report: "delivery.qos\(q).missed_while_offline",
+               "published while the subscriber was not entitled (not yet subscribed, offline without a persistent session)"),
+        Metric("delivery.qos\(q).untracked", .number, report: "delivery.qos\(q).untracked",
+               "arrivals past the tracker's range limit: received, never counted lost"),
+        Metric("delivery.qos\(q).rejected", .number, report: "delivery.qos\(q).rejected", "arrivals with a negative stream index"),
         Metric("delivery.qos\(q).loss_ratio", .ratio, report: nil, "lost ÷ expected"),
-    ] } + AckKind.allCases.map { kind in
+    ] } + [
+        // Arrivals outside the per-stream accounting, and the per-QoS figures summed.
+        Metric("delivery.foreign", .number, report: "delivery.foreign",
+               "arrivals that are not this run's: no fleetbench header, or another run id"),
+        Metric("delivery.retained_on_subscribe", .number, report: "delivery.retained_on_subscribe",
+               "retained messages a broker handed over on subscribe (outside the accounting and latencies)"),
+        Metric("delivery.missed_while_offline", .number, report: nil, "delivery.qosN.missed_while_offline over every QoS"),
+        Metric("delivery.untracked", .number, report: nil, "delivery.qosN.untracked over every QoS"),
+    ] + AckKind.allCases.map { kind in
         // Ack timeouts.
         Metric("ack_timeouts.\(kind.reportName)", .number, report: "ack_timeouts.\(kind.reportName)",
                kind == .unsuback ? .never("fleetbench never unsubscribes") : .always,
@@ -203,10 +219,16 @@ public enum MetricCatalog {
         Metric("generator.schedule_lag_max", .time, report: "generator.schedule_lag_ms.max", "largest schedule lag"),
         Metric("generator.dropped", .number, report: "generator.dropped_slots",
                "scheduled publishes skipped because the client could not send in time"),
+        Metric("generator.unsent_at_end", .number, report: "generator.unsent_at_end", .needs(.publishes),
+               "schedule slots due by the end of publishing but never sent (window or socket full, client offline)"),
         Metric("generator.abandoned_publishes", .number, report: "generator.abandoned_publishes",
-               "QoS 1/2 publishes still unacknowledged when the run ended"),
+               "QoS 1/2 publishes given up when a reconnect found the session gone"),
+        Metric("generator.drain_s", .time, report: "generator.drain_s", threshold: false,
+               "how long the end-of-run drain lasted (s)"),
+        Metric("generator.drain_limit_s", .time, report: "generator.drain_limit_s", threshold: false,
+               "the scenario's drain: the longest the end-of-run drain may last (s)"),
         Metric("generator.foreign_messages", .number, report: "generator.foreign_messages",
-               "messages received without a fleetbench header or for an unknown stream"),
+               "the same as delivery.foreign: messages without a fleetbench header or with another run's id"),
         Metric("generator.receive_coalescing_pauses", .number, report: "generator.receive_coalescing_pauses",
                "times a lane paused between reads under heavy receive load"),
         Metric("generator.cpu_s", .time, report: "generator.cpu_s", threshold: false, "CPU time of the fleetbench process (s)"),
@@ -231,6 +253,11 @@ public enum MetricCatalog {
                                       report: "latency_ms.\(entry.report).\(statistic)", entry.source,
                                       "\(entry.meaning): \(statistic == "count" ? "samples" : statistic)"))
             }
+            for clamped in ["clamped_low", "clamped_high"] {
+                metrics.append(Metric("latency.\(entry.name).\(clamped)", .number,
+                                      report: "latency_ms.\(entry.report).\(clamped)", entry.source, threshold: false,
+                                      "\(entry.meaning): " + Self.clampedMeaning(clamped)))
+            }
             if entry.origin == .sent && entry.report.hasSuffix(".from_sent") { continue }
             metrics.append(Metric("latency.\(entry.name).origin", .text, report: "latency_ms.\(entry.report).origin",
                                   entry.source, "what the figures are measured from: intended or sent"))
@@ -246,6 +273,11 @@ public enum MetricCatalog {
                                           report: "latency_ms.\(entry.report).from_sent.\(statistic)", entry.source,
                                           threshold: false, "\(entry.meaning), from the actual send: \(statistic)"))
                 }
+                for clamped in ["clamped_low", "clamped_high"] {
+                    metrics.append(Metric("latency.\(entry.name).from_sent.\(clamped)", .number,
+                                          report: "latency_ms.\(entry.report).from_sent.\(clamped)", entry.source,
+                                          threshold: false, "\(entry.meaning), from the actual send: " + Self.clampedMeaning(clamped)))
+                }
             }
             if hasActualTwin {
                 metrics.append(Metric("latency.\(entry.name).from_sent.hdr", .text,
@@ -257,6 +289,12 @@ public enum MetricCatalog {
     }
 
     static func perQoS(_ lines: (Int) -> [Metric]) -> [Metric] { (0...2).flatMap(lines) }
+
+    static func clampedMeaning(_ key: String) -> String {
+        key == "clamped_low"
+            ? "samples that came out negative, recorded as 0"
+            : "samples beyond the histogram's range (1 h), recorded as its maximum"
+    }
 
     /// The metric a threshold may name at `path`, if any.
     public static func metric(_ path: String) -> Metric? { byPath[path] }

@@ -139,11 +139,11 @@ public struct ReportComparison: Sendable {
 
         // Rates.
         add("rates.published", "msg/s", .higherIsBetter,
-            Self.rate(baseline.messages.published.total, baseline.run.durationSeconds),
-            Self.rate(candidate.messages.published.total, candidate.run.durationSeconds))
+            Self.rate(baseline.messages.published.total, baseline.run.rateSeconds),
+            Self.rate(candidate.messages.published.total, candidate.run.rateSeconds))
         add("rates.received", "msg/s", .higherIsBetter,
-            Self.rate(baseline.messages.received.total, baseline.run.durationSeconds),
-            Self.rate(candidate.messages.received.total, candidate.run.durationSeconds))
+            Self.rate(baseline.messages.received.total, baseline.run.rateSeconds),
+            Self.rate(candidate.messages.received.total, candidate.run.rateSeconds))
 
         // Losses and duplicates, for QoS levels either run used.
         for qos in QoSLevel.allCases where baseline.delivery[qos].expected > 0 || candidate.delivery[qos].expected > 0 {

@@ -66,6 +66,12 @@ public enum ReportHTML {
             ("Lost", MetricFormat.grouped(report.delivery.total.lost)),
             ("Ack timeouts", MetricFormat.grouped(report.ackTimeouts.total)),
         ]
+        if report.messages.unackedAtEnd.total > 0 {
+            figures.append(("Unacked at end", MetricFormat.grouped(report.messages.unackedAtEnd.total)))
+        }
+        if report.generator.unsentAtEnd > 0 {
+            figures.append(("Unsent at end", MetricFormat.grouped(report.generator.unsentAtEnd)))
+        }
         if e2e.totalCount > 0 {
             figures.append(("End-to-end p99", ms(e2e.valueAtPercentile(99))))
         }
@@ -282,6 +288,8 @@ public enum ReportHTML {
         html += "<p class=\"muted\">Per publishing QoS, summed over every subscriber that should have received each stream. "
             + "Exact: every sequence number is tracked.</p>\n"
         html += deliveryTable(report.delivery)
+        html += "<p class=\"muted\">Not this run's (no header or another run id): \(MetricFormat.grouped(report.delivery.foreign)); "
+            + "retained messages delivered on subscribe: \(MetricFormat.grouped(report.delivery.retainedOnSubscribe)).</p>\n"
         return html + "</section>\n"
     }
 
@@ -289,7 +297,7 @@ public enum ReportHTML {
         let columns: [(String, (DeliveryCounts) -> UInt64)] = [
             ("expected", \.expected), ("received", \.received), ("unique", \.unique), ("lost", \.lost),
             ("duplicated", \.duplicated), ("reordered", \.reordered), ("unexpected", \.unexpected),
-            ("out of range", \.outOfRange), ("rejected", \.rejected),
+            ("untracked", \.untracked), ("missed offline", \.missedWhileOffline), ("rejected", \.rejected),
         ]
         var html = "<table>\n<thead><tr><th>QoS</th>"
         for column in columns { html += "<th class=\"num\">\(column.0)</th>" }
@@ -310,7 +318,7 @@ public enum ReportHTML {
 
     static func messages(_ report: RunReport) -> String {
         var html = "<section id=\"messages\">\n<h2>Messages</h2>\n"
-        html += messageTable(report.messages, duration: report.run.durationSeconds)
+        html += messageTable(report.messages, duration: report.run.rateSeconds)
         html += "<p class=\"muted\">Bytes in: \(MetricFormat.bytes(report.messages.bytesIn)) · bytes out: "
             + "\(MetricFormat.bytes(report.messages.bytesOut))</p>\n"
         return html + "</section>\n"
@@ -318,11 +326,15 @@ public enum ReportHTML {
 
     static func messageTable(_ messages: MessageSummary, duration: Double) -> String {
         var html = "<table>\n<thead><tr><th>QoS</th><th class=\"num\">published</th><th class=\"num\">acked</th>"
+            + "<th class=\"num\">unacked at end</th>"
             + "<th class=\"num\">received</th><th class=\"num\">published / s</th><th class=\"num\">received / s</th></tr></thead>\n<tbody>\n"
         for qos in QoSLevel.allCases {
             let acked = qos == .atMostOnce ? "–" : MetricFormat.grouped(messages.acked[qos])
+            let unacked = qos == .atMostOnce ? "–" : MetricFormat.grouped(messages.unackedAtEnd[qos])
+            let unackedClass = qos != .atMostOnce && messages.unackedAtEnd[qos] > 0 ? "num bad" : "num"
             html += "<tr><td>QoS \(qos.rawValue)</td><td class=\"num\">\(MetricFormat.grouped(messages.published[qos]))</td>"
-                + "<td class=\"num\">\(acked)</td><td class=\"num\">\(MetricFormat.grouped(messages.received[qos]))</td>"
+                + "<td class=\"num\">\(acked)</td><td class=\"\(unackedClass)\">\(unacked)</td>"
+                + "<td class=\"num\">\(MetricFormat.grouped(messages.received[qos]))</td>"
                 + "<td class=\"num\">\(rate(messages.published[qos], duration))</td>"
                 + "<td class=\"num\">\(rate(messages.received[qos], duration))</td></tr>\n"
         }
@@ -348,7 +360,9 @@ public enum ReportHTML {
         html += "<p class=\"\(health.saturated ? "warning" : "ok")\">"
             + (health.saturated
                 ? "Saturated: " + HTML.escape(health.saturationReasons.joined(separator: "; "))
-                : "Not saturated: the generator kept to its schedule.") + "</p>\n"
+                : "Not saturated: while publishing, the generator sent each message on time whenever its client "
+                    + "could send (schedule lag below includes waits for the broker and reconnects), within its CPU bound.")
+            + "</p>\n"
         html += "<div class=\"columns\">\n"
         html += keyValueTable("Load generator", [
             ("schedule lag p50", lag.totalCount > 0 ? ms(lag.valueAtPercentile(50)) : "–"),
@@ -367,9 +381,12 @@ public enum ReportHTML {
             ("writes", Self.sendPathText(health)),
             ("source addresses", health.sourceAddresses.isEmpty
                 ? "chosen by the kernel" : health.sourceAddresses.joined(separator: ", ")),
+            ("end-of-run drain", MetricFormat.decimal(health.drainSeconds, places: 2) + " s of at most "
+                + MetricFormat.decimal(health.drainLimitSeconds, places: 2) + " s"),
         ])
         html += keyValueTable("Skipped and stray work", [
             ("dropped schedule slots", MetricFormat.grouped(health.droppedSlots)),
+            ("slots unsent at end", MetricFormat.grouped(health.unsentAtEnd)),
             ("abandoned publishes", MetricFormat.grouped(health.abandonedPublishes)),
             ("foreign messages", MetricFormat.grouped(health.foreignMessages)),
         ], highlightNonZero: true)

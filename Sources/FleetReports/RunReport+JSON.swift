@@ -69,6 +69,9 @@ extension RunReport {
             JSONMember("io_uring_unavailable", generator.ioUringUnavailable.map { .string($0) } ?? .null),
             JSONMember("source_addresses", .array(generator.sourceAddresses.map { .string($0) })),
             JSONMember("dropped_slots", .count(generator.droppedSlots)),
+            JSONMember("unsent_at_end", .count(generator.unsentAtEnd)),
+            JSONMember("drain_s", .real(generator.drainSeconds)),
+            JSONMember("drain_limit_s", .real(generator.drainLimitSeconds)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),
         ])
@@ -114,7 +117,13 @@ extension RunReport {
         } catch {
             throw ReportError("cannot encode a latency histogram: \(error.description)")
         }
-        return LatencySummary(histogram).members + [JSONMember("hdr", .string(payload))]
+        // Samples recorded as 0 because they came out negative (a receive time before the send time it
+        // carries), and samples beyond the histogram's range: neither shows in the percentiles.
+        return LatencySummary(histogram).members + [
+            JSONMember("clamped_low", .count(histogram.clampedLowCount)),
+            JSONMember("clamped_high", .count(histogram.clampedHighCount)),
+            JSONMember("hdr", .string(payload)),
+        ]
     }
 
     /// Microseconds as milliseconds (three decimals: µs precision).
@@ -200,13 +209,22 @@ extension ScenarioInfo {
 }
 
 extension RunInfo {
+    /// 16 lowercase hex digits, as `--run-id` takes it.
+    public static func runIDText(_ runID: UInt64) -> String {
+        let digits = String(runID, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
+    }
+
     var jsonValue: JSONValue {
         .object([
             JSONMember("started_at", .string(RunReport.rfc3339(startedAt))),
             JSONMember("duration_s", .real(durationSeconds)),
+            JSONMember("publish_s", .real(publishSeconds)),
             JSONMember("interrupted", .bool(interrupted)),
             // Seeds beyond Int64 (JSON readers lose integers past 2^53 anyway) are written as decimal strings.
             JSONMember("seed", seed <= UInt64(Int64.max) ? .integer(Int64(seed)) : .string(String(seed))),
+            // Hex, fixed width: a 64-bit id does not survive JSON readers that use doubles.
+            JSONMember("run_id", .string(RunInfo.runIDText(runID))),
         ])
     }
 }
@@ -232,6 +250,7 @@ extension MessageSummary {
             var entry = [JSONMember("published", .count(published[qos]))]
             if qos != .atMostOnce { entry.append(JSONMember("acked", .count(acked[qos]))) }
             entry.append(JSONMember("received", .count(received[qos])))
+            if qos != .atMostOnce { entry.append(JSONMember("unacked_at_end", .count(unackedAtEnd[qos]))) }
             members.append(JSONMember("qos\(qos.rawValue)", .object(entry)))
         }
         members.append(JSONMember("bytes_in", .count(bytesIn)))
@@ -250,7 +269,8 @@ extension DeliveryCounts {
             JSONMember("duplicated", .count(duplicated)),
             JSONMember("reordered", .count(reordered)),
             JSONMember("unexpected", .count(unexpected)),
-            JSONMember("out_of_range", .count(outOfRange)),
+            JSONMember("missed_while_offline", .count(missedWhileOffline)),
+            JSONMember("untracked", .count(untracked)),
             JSONMember("rejected", .count(rejected)),
         ])
     }
@@ -258,7 +278,10 @@ extension DeliveryCounts {
 
 extension DeliveryByQoS {
     var jsonValue: JSONValue {
-        .object(QoSLevel.allCases.map { JSONMember("qos\($0.rawValue)", self[$0].jsonValue) })
+        .object(QoSLevel.allCases.map { JSONMember("qos\($0.rawValue)", self[$0].jsonValue) } + [
+            JSONMember("foreign", .count(foreign)),
+            JSONMember("retained_on_subscribe", .count(retainedOnSubscribe)),
+        ])
     }
 }
 
@@ -298,7 +321,7 @@ extension FleetReport {
             JSONMember("connections", connections.jsonValue),
             JSONMember("messages", messages.jsonValue),
             JSONMember("delivery", delivery.jsonValue),
-            JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(ackTimeouts, seconds: nil)),
+            JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
             JSONMember("latency_ms", try RunReport.latencyJSON(latency)),
         ])
     }

@@ -58,6 +58,11 @@ extension RunReport {
             seed = parsed
         default: throw ReportError("run.seed: expected an unsigned integer")
         }
+        var runID: UInt64 = 0
+        if let text = try run.optionalString("run_id") {
+            guard let parsed = UInt64(text, radix: 16) else { throw ReportError("run.run_id: not 16 hex digits") }
+            runID = parsed
+        }
         let ackObject = try top.object("ack_timeouts")
         var ackSeconds: [AckKind: Double] = [:]
         if let limits = try ackObject.optionalObject("timeouts_s") {
@@ -77,7 +82,8 @@ extension RunReport {
                 redacted: scenario.value["redacted"]),
             run: RunInfo(
                 startedAt: startedAt, durationSeconds: try run.number("duration_s"),
-                interrupted: try run.bool("interrupted"), seed: seed),
+                interrupted: try run.bool("interrupted"), seed: seed,
+                publishSeconds: try run.optionalNumber("publish_s") ?? 0, runID: runID),
             brokers: try top.array("brokers").map { element throws(ReportError) in try element.stringValue() },
             brokerEmbedded: try top.bool("broker_embedded"),
             passed: try top.bool("passed"),
@@ -99,6 +105,9 @@ extension RunReport {
                 lanes: Int(try generator.count("lanes")), droppedSlots: try generator.count("dropped_slots"),
                 abandonedPublishes: try generator.count("abandoned_publishes"),
                 foreignMessages: try generator.count("foreign_messages"),
+                unsentAtEnd: UInt64(try generator.optionalNumber("unsent_at_end") ?? 0),
+                drainSeconds: try generator.optionalNumber("drain_s") ?? 0,
+                drainLimitSeconds: try generator.optionalNumber("drain_limit_s") ?? 0,
                 // Absent from reports written before it existed (they read every message at once).
                 receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0),
                 receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0),
@@ -137,6 +146,8 @@ extension MessageSummary {
             published[qos] = try entry.count("published")
             if qos != .atMostOnce { acked[qos] = try entry.count("acked") }
             received[qos] = try entry.count("received")
+            // Absent from reports written before the end-of-run drain counted them.
+            if qos != .atMostOnce { unackedAtEnd[qos] = UInt64(try entry.optionalNumber("unacked_at_end") ?? 0) }
         }
         bytesIn = try object.count("bytes_in")
         bytesOut = try object.count("bytes_out")
@@ -148,16 +159,23 @@ extension DeliveryByQoS {
         self.init()
         for qos in QoSLevel.allCases {
             let entry = try object.object("qos\(qos.rawValue)")
+            // Reports before range tracking said `out_of_range` for what is now `untracked`.
+            let untracked = try entry.optionalCount("untracked")
+            let outOfRange = try entry.optionalCount("out_of_range")
             var counts = DeliveryCounts(
                 expected: try entry.count("expected"), received: try entry.count("received"),
                 unique: try entry.count("unique"), duplicated: try entry.count("duplicated"),
-                reordered: try entry.count("reordered"), outOfRange: try entry.count("out_of_range"),
-                rejected: try entry.count("rejected"))
+                reordered: try entry.count("reordered"),
+                untracked: untracked ?? outOfRange ?? 0,
+                rejected: try entry.count("rejected"),
+                missedWhileOffline: try entry.optionalCount("missed_while_offline") ?? 0)
             // Sums of streams: losses and surpluses were summed per stream, not derived from the totals.
             counts.lost = try entry.count("lost")
             counts.unexpected = try entry.count("unexpected")
             self[qos] = counts
         }
+        foreign = try object.optionalCount("foreign") ?? 0
+        retainedOnSubscribe = try object.optionalCount("retained_on_subscribe") ?? 0
     }
 }
 
@@ -218,6 +236,12 @@ extension FleetReport {
             ackTimeouts: try AckTimeoutCounts(try object.object("ack_timeouts")),
             delivery: try DeliveryByQoS(try object.object("delivery")),
             latency: try LatencyRecorder(try object.object("latency_ms")))
+        // Absent from reports written before fleets had their own.
+        if let limits = try object.object("ack_timeouts").optionalObject("timeouts_s") {
+            for kind in AckKind.allCases {
+                if let seconds = try limits.optionalNumber(kind.reportName) { ackTimeoutSeconds[kind] = seconds }
+            }
+        }
     }
 }
 
@@ -324,6 +348,12 @@ struct JSONField {
         return UInt64(number)
     }
 
+    /// A non-negative integer, nil when absent (members added after the first report format).
+    func optionalCount(_ key: String) throws(ReportError) -> UInt64? {
+        guard value[key] != nil else { return nil }
+        return try count(key)
+    }
+
     /// Every member as a reason and its count, in the order written.
     func reasonCounts() throws(ReportError) -> [ReasonCount] {
         var counts: [ReasonCount] = []
@@ -334,8 +364,13 @@ struct JSONField {
     /// The histogram of a latency entry, from its `hdr` payload.
     func histogram() throws(ReportError) -> HDRHistogram {
         let payload = try string("hdr")
+        // Absent from reports written before they were recorded.
+        let clampedLow = UInt64(try optionalNumber("clamped_low") ?? 0)
+        let clampedHigh = UInt64(try optionalNumber("clamped_high") ?? 0)
         do {
-            return try HDRHistogram(decodingBase64: payload)
+            var histogram = try HDRHistogram(decodingBase64: payload)
+            histogram.restoreClampedCounts(low: clampedLow, high: clampedHigh)
+            return histogram
         } catch {
             throw ReportError("\(childPath("hdr")): \(error.description)")
         }

@@ -104,13 +104,29 @@ public struct RunInfo: Equatable, Sendable {
     /// Ended early by a signal or an error.
     public var interrupted: Bool
     public var seed: UInt64
+    /// The publishing phase (start barrier to the end of publishing), seconds: what every rate is divided by.
+    /// 0 in reports written before it was recorded (`rateSeconds` then falls back to the whole run).
+    public var publishSeconds: Double
+    /// The run id in every end-to-end header (written as 16 lowercase hex digits); 0 in reports written before
+    /// run ids.
+    public var runID: UInt64
 
-    public init(startedAt: Date, durationSeconds: Double, interrupted: Bool = false, seed: UInt64 = 0) {
+    public init(startedAt: Date, durationSeconds: Double, interrupted: Bool = false, seed: UInt64 = 0,
+                publishSeconds: Double = 0, runID: UInt64 = 0) {
         self.startedAt = startedAt
         self.durationSeconds = durationSeconds
         self.interrupted = interrupted
         self.seed = seed
+        self.publishSeconds = publishSeconds
+        self.runID = runID
     }
+
+    /// The one time base of rates (`rates.published`, `rates.received`, per-second columns): the publishing
+    /// phase, so connecting, ramping and draining do not dilute them; the whole run for older reports.
+    public var rateSeconds: Double { publishSeconds > 0 ? publishSeconds : durationSeconds }
+
+    /// Messages per second over `rateSeconds` (0 when there is no time base).
+    public func rate(_ count: UInt64) -> Double { rateSeconds > 0 ? Double(count) / rateSeconds : 0 }
 }
 
 /// A count by reason, keyed by the reason's report name (`ConnectFailureReason.reportName`,
@@ -174,6 +190,9 @@ public struct MessageSummary: Equatable, Sendable {
     /// PUBACK for QoS 1, PUBCOMP for QoS 2 (QoS 0 is never acked and is not written).
     public var acked = PerQoSCounts()
     public var received = PerQoSCounts()
+    /// QoS 1/2 messages still awaiting their ack, within its deadline, when the end-of-run drain ended
+    /// (`EngineResult.unackedAtEnd`; QoS 0 is not written). Not part of `ClientCounters`: set by the runner.
+    public var unackedAtEnd = PerQoSCounts()
     public var bytesIn: UInt64 = 0
     public var bytesOut: UInt64 = 0
 
@@ -200,19 +219,27 @@ public struct DeliveryByQoS: Equatable, Sendable {
     public var qos0 = DeliveryCounts()
     public var qos1 = DeliveryCounts()
     public var qos2 = DeliveryCounts()
+    /// Arrivals that were not this run's: no fleetbench header, or another run's id (`delivery.foreign`).
+    public var foreign: UInt64 = 0
+    /// Retained messages a broker handed over on subscribe (`delivery.retained_on_subscribe`).
+    public var retainedOnSubscribe: UInt64 = 0
 
     public init(qos0: DeliveryCounts = DeliveryCounts(), qos1: DeliveryCounts = DeliveryCounts(),
-                qos2: DeliveryCounts = DeliveryCounts()) {
+                qos2: DeliveryCounts = DeliveryCounts(), foreign: UInt64 = 0, retainedOnSubscribe: UInt64 = 0) {
         self.qos0 = qos0
         self.qos1 = qos1
         self.qos2 = qos2
+        self.foreign = foreign
+        self.retainedOnSubscribe = retainedOnSubscribe
     }
 
     /// From the engine's array indexed by QoS (missing entries stay empty, extra ones are ignored).
-    public init(_ byIndex: [DeliveryCounts]) {
+    public init(_ byIndex: [DeliveryCounts], foreign: UInt64 = 0, retainedOnSubscribe: UInt64 = 0) {
         if byIndex.count > 0 { qos0 = byIndex[0] }
         if byIndex.count > 1 { qos1 = byIndex[1] }
         if byIndex.count > 2 { qos2 = byIndex[2] }
+        self.foreign = foreign
+        self.retainedOnSubscribe = retainedOnSubscribe
     }
 
     public subscript(qos: QoSLevel) -> DeliveryCounts {
@@ -292,14 +319,21 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var sourceAddresses: [String] = []
     /// Scheduled publishes skipped because the previous one had not gone out (engine `droppedSlots`).
     public var droppedSlots: UInt64 = 0
-    /// QoS 1/2 publishes given up at the end of the run (engine `abandonedPublishes`).
+    /// QoS 1/2 publishes given up during the run: in flight when a reconnect found the session gone
+    /// (engine `abandonedPublishes`).
     public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase but never sent (engine `unsentAtEnd`).
+    public var unsentAtEnd: UInt64 = 0
+    /// How long the end-of-run drain lasted, and its limit (the scenario's `drain`), seconds.
+    public var drainSeconds: Double = 0
+    public var drainLimitSeconds: Double = 0
     /// Messages that carried no fleetbench header or an unknown stream (engine `foreignMessages`).
     public var foreignMessages: UInt64 = 0
 
     public init(
         saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
+        unsentAtEnd: UInt64 = 0, drainSeconds: Double = 0, drainLimitSeconds: Double = 0,
         receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0,
         sendPath: String = "", ioUringUnavailable: String? = nil, sourceAddresses: [String] = []
     ) {
@@ -315,6 +349,9 @@ public struct GeneratorHealth: Equatable, Sendable {
         self.lanes = lanes
         self.droppedSlots = droppedSlots
         self.abandonedPublishes = abandonedPublishes
+        self.unsentAtEnd = unsentAtEnd
+        self.drainSeconds = drainSeconds
+        self.drainLimitSeconds = drainLimitSeconds
         self.foreignMessages = foreignMessages
     }
 }
@@ -399,6 +436,8 @@ public struct FleetReport: Sendable {
     public var connections: ConnectionSummary
     public var messages: MessageSummary
     public var ackTimeouts: AckTimeoutCounts
+    /// This fleet's deadline of each ack kind, in seconds (fleets may set their own `ack_timeouts`).
+    public var ackTimeoutSeconds: [AckKind: Double] = [:]
     public var delivery: DeliveryByQoS
     public var latency: LatencyRecorder
 

@@ -14,6 +14,18 @@ public struct Scenario: Equatable, Sendable {
     public var duration: TimeSpan
     /// Seed for every random choice; nil lets the runner pick one and record it.
     public var seed: UInt64?
+    /// The `drain` key: after publishing, how long at most to wait for acks and deliveries still outstanding;
+    /// nil: `drainDuration`'s default.
+    public var drain: TimeSpan? = nil
+
+    /// The end-of-run drain: `drain` when given, else the longest PUBACK/PUBREC/PUBCOMP timeout of the fleets
+    /// (15 s by default), so a message sent at the last moment gets its whole deadline before it counts as
+    /// unacknowledged at the end.
+    public var drainDuration: TimeSpan {
+        if let drain { return drain }
+        let longest = fleets.map { max($0.ackTimeouts.puback, $0.ackTimeouts.pubrec, $0.ackTimeouts.pubcomp) }.max()
+        return longest ?? AckTimeouts().puback
+    }
 
     public var usesEmbeddedBroker: Bool { brokers.isEmpty }
 }

@@ -93,6 +93,23 @@ public struct MQTTClientSession: Sendable {
     /// Messages in flight (QoS 1/2 awaiting PUBACK, PUBREC or PUBCOMP).
     public var inFlightCount: Int { outbound.count }
 
+    /// In-flight messages of each QoS (index 1 and 2; index 0 stays 0) whose acknowledgement deadline has not
+    /// been reported yet: the ones an end-of-run drain still waits for. A message whose deadline passed is
+    /// already an ack timeout of its kind, so each unacknowledged message is counted once, one way or the other.
+    public var awaitingWithinDeadline: (qos1: Int, qos2: Int) {
+        var qos1 = 0
+        var qos2 = 0
+        var index = outbound.head
+        while index < outbound.slots.count {
+            let slot = outbound.slots[index]
+            if slot.awaiting != nil, !slot.timeoutReported {
+                if slot.qos == .exactlyOnce { qos2 += 1 } else { qos1 += 1 }
+            }
+            index += 1
+        }
+        return (qos1, qos2)
+    }
+
     /// The in-flight limit now: the configured window, capped in 5.0 by the broker's Receive Maximum.
     public var inFlightWindow: Int {
         Int(settings.version.hasProperties ? min(settings.inFlightWindow, brokerReceiveMaximum) : settings.inFlightWindow)

@@ -199,56 +199,53 @@ struct EngineSharedSubscriptionMixedTests {
         let commandsLost = ownCounts.reduce(0) { $0 + $1.lost }
         // Every arrival at a worker is in exactly one of the two accountings, and the fleet's loss is their sum.
         #expect(workers.counters.received[.atLeastOnce] == groupCounts.received + commandsReceived)
-        #expect(workers.delivery[1].expected == total)
+        // The cut worker is owed only the commands published before its cut: the later ones are missed while
+        // offline, not lost; together they are what it lacks.
+        let missed = workers.delivery[1].missedWhileOffline
+        #expect(missed >= 50)
+        #expect(workers.delivery[1].expected + missed == total)
         #expect(workers.delivery[1].received == groupCounts.received + commandsReceived)
-        #expect(workers.delivery[1].lost == groupCounts.lost + commandsLost)
+        #expect(workers.delivery[1].lost + missed == groupCounts.lost + commandsLost)
         #expect(workers.delivery[1].duplicated == 0)
     }
 
-    @Test("a stream matched by a plain and a shared filter of one client: every copy counts for the plain filter",
-          arguments: [MQTTProtocolVersion.v3_1_1, .v5])
-    func plainAndSharedOverlap(version: MQTTProtocolVersion) throws {
-        let broker = try MosquittoBroker()
-        defer { broker.stop() }
-        // The only member of group g, so the broker picks it for every group message; `bench/0/data` also
-        // matches its plain filter. mosquitto sends a 5.0 client one copy per matching subscription (two here)
-        // but a 3.1.1 client one copy per message; the topic cannot tell which subscription a copy came through.
+    @Test("a stream matched by a plain and a shared filter of one client, or by two of its groups, is refused by name",
+          arguments: [
+            (["$share/g/bench/+/data", "bench/0/data"],
+             "client 'overlap-0' of fleet 'overlap' would receive topic 'bench/0/data' through both its filter "
+                + "'bench/0/data' and its shared subscription '$share/g/bench/+/data': the copies cannot be told apart, "
+                + "so its deliveries would be mis-counted; make each published topic match one subscription per client "
+                + "(narrow the plain filter, or subscribe the group from other clients)"),
+            (["$share/g/bench/+/data", "$share/h/bench/1/#"],
+             "client 'overlap-0' of fleet 'overlap' would receive topic 'bench/1/data' through both its shared "
+                + "subscription '$share/g/bench/+/data' and its shared subscription '$share/h/bench/1/#': the copies "
+                + "cannot be told apart, so its deliveries would be mis-counted; make each published topic match one "
+                + "subscription per client (narrow the plain filter, or subscribe the group from other clients)"),
+          ])
+    func ambiguousRoutesRefused(filters: [String], message: String) throws {
         let overlap = EngineFleet(
             name: "overlap", count: 1, clientID: { "overlap-\($0)" },
-            session: MQTTSessionSettings(version: version, keepAliveSeconds: 30),
+            session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30),
+            subscriptions: { _, _ in filters.map { MQTTSubscription(filter: $0, qos: .atLeastOnce) } })
+        let configuration = EngineConfiguration(
+            fleets: [overlap, EngineSharedSubscriptionTests.publishers(version: .v5)],
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: 1883)], lanes: 1)
+        #expect(throws: EngineConfigurationError(message: message)) { try Engine(configuration: configuration) }
+    }
+
+    @Test("a plain and a shared filter of one client that never match the same stream are accepted")
+    func disjointRoutesAccepted() throws {
+        let mixed = EngineFleet(
+            name: "mixed", count: 1, clientID: { "mixed-\($0)" },
+            session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30),
             subscriptions: { _, _ in
-                [MQTTSubscription(filter: "$share/g/bench/+/data", qos: .atLeastOnce),
-                 MQTTSubscription(filter: "bench/0/data", qos: .atLeastOnce)]
+                [MQTTSubscription(filter: "$share/g/bench/0/data", qos: .atLeastOnce),
+                 MQTTSubscription(filter: "bench/1/data", qos: .atLeastOnce)]
             })
-        let engine = try Self.engine([overlap, EngineSharedSubscriptionTests.publishers(version: version)],
-                                     port: broker.port, lanes: 1)
-        let result = engine.run(duration: 1_000_000_000)
-        let perPublisher = EngineSharedSubscriptionTests.messagesPerPublisher
-        let copies: UInt64 = version == .v5 ? 2 : 1
-        let covered = try Self.streamID(engine, topic: "bench/0/data")
-        let sharedOnly = try Self.streamID(engine, topic: "bench/1/data")
-        let fleet = try #require(result.fleets["overlap"])
-        #expect(fleet.counters.received[.atLeastOnce] == copies * perPublisher + perPublisher)
-        // Every copy of stream 0 under the client's own key: with two copies, each message once more, a duplicate.
-        let plain = Self.counts(engine, key: Engine.subscriberDeliveryKey(0), stream: covered, expected: perPublisher)
-        #expect(plain.expected == perPublisher)
-        #expect(plain.received == copies * perPublisher)
-        #expect(plain.unique == perPublisher)
-        #expect(plain.duplicated == (copies - 1) * perPublisher)
-        #expect(plain.lost == 0)
-        // The group never sees stream 0 (it shows it all lost) and sees stream 1 exactly once.
-        #expect(!Self.recorded(engine, key: Engine.groupDeliveryKey(0), stream: covered))
-        let groupCovered = Self.counts(engine, key: Engine.groupDeliveryKey(0), stream: covered, expected: perPublisher)
-        #expect(groupCovered.lost == perPublisher)
-        let groupOnly = Self.counts(engine, key: Engine.groupDeliveryKey(0), stream: sharedOnly, expected: perPublisher)
-        #expect(groupOnly.unique == perPublisher)
-        #expect(groupOnly.received == perPublisher)
-        #expect(groupOnly.lost == 0)
-        #expect(fleet.delivery[1].expected == 3 * perPublisher)
-        #expect(fleet.delivery[1].received == copies * perPublisher + perPublisher)
-        #expect(fleet.delivery[1].unique == 2 * perPublisher)
-        #expect(fleet.delivery[1].duplicated == (copies - 1) * perPublisher)
-        #expect(fleet.delivery[1].lost == perPublisher)
+        let configuration = EngineConfiguration(
+            fleets: [mixed, EngineSharedSubscriptionTests.publishers(version: .v5)],
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: 1883)], lanes: 1)
+        _ = try Engine(configuration: configuration)
     }
 }
 

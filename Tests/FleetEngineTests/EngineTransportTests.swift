@@ -174,9 +174,11 @@ struct EngineTransportTests {
         let transport: EngineTransport = layers == .tls
             ? .tls(EngineTLS(context: try TLSClientContext(configuration: .init(caFile: certificates.caFile)), serverName: "127.0.0.1"))
             : .webSocket(EngineWebSocket(host: "127.0.0.1"))
+        // The connect timeout (ack_timeouts.connect) bounds the layers, not the CONNACK deadline, which is long.
         var fleet = EngineFleet(
             name: "cars", count: 2, clientID: { "car-\($0)" },
-            session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30, timeouts: MQTTAckTimeouts(connAck: 300_000_000)))
+            session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30, timeouts: MQTTAckTimeouts(connAck: 60_000_000_000)))
+        fleet.connectTimeout = 300_000_000
         fleet.endpoints = [EngineBrokerEndpoint(address: address, transport: transport)]
         let configuration = EngineConfiguration(fleets: [fleet], brokers: [], lanes: 1, readyTimeout: 2_000_000_000,
                                                 drainTimeout: 200_000_000)
@@ -189,5 +191,26 @@ struct EngineTransportTests {
             #expect(result.counters.connectFailures[.websocketUpgradeFailed] == 2)
             #expect(result.transportErrors == ["WebSocket upgrade timeout": 2])
         }
+    }
+
+    @Test("the CONNACK deadline counts from CONNECT sent: a slow WebSocket upgrade within the connect timeout does not eat it")
+    func connAckDeadlineFromConnectSent() throws {
+        let peer = try HostileTransportPeer(mode: .slowUpgrade(microseconds: 800_000), bytes: [])
+        defer { peer.stop() }
+        var fleet = EngineFleet(
+            name: "cars", count: 1, clientID: { "car-\($0)" },
+            session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30, timeouts: MQTTAckTimeouts(connAck: 600_000_000)))
+        fleet.connectTimeout = 5_000_000_000
+        fleet.endpoints = [EngineBrokerEndpoint(address: try SocketAddress(ipAddress: "127.0.0.1", port: peer.port),
+                                                transport: .webSocket(EngineWebSocket(host: "127.0.0.1")))]
+        let configuration = EngineConfiguration(fleets: [fleet], brokers: [], lanes: 1, readyTimeout: 4_000_000_000,
+                                                drainTimeout: 200_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 100_000_000)
+        // The upgrade took 800 ms, more than the CONNACK deadline (600 ms) but within the connect timeout: the
+        // client got to send CONNECT, and only then waited 600 ms for a CONNACK that never came.
+        #expect(result.counters.connectsAttempted == 1)
+        #expect(result.counters.connectFailures[.websocketUpgradeFailed] == nil)
+        #expect(result.counters.connectFailures[.connackTimeout] == 1)
+        #expect(result.counters.ackTimeouts.connack == 1)
     }
 }

@@ -5,12 +5,14 @@ import Glibc
 /// A loopback peer that misbehaves below MQTT (a thread per connection; it serves a few test clients):
 /// `.garbage` writes `bytes` as soon as a client connects (what a TLS client meets at a non-TLS port);
 /// `.webSocket` completes the upgrade honestly, answers the client's first frame (CONNECT) with a CONNACK
-/// frame, then writes `bytes` (bad or oversized frames); `.silent` accepts and never answers.
+/// frame, then writes `bytes` (bad or oversized frames); `.silent` accepts and never answers;
+/// `.slowUpgrade` completes the WebSocket upgrade after a delay, then never answers CONNECT.
 final class HostileTransportPeer: @unchecked Sendable {
     enum Mode: Sendable {
         case garbage
         case webSocket
         case silent
+        case slowUpgrade(microseconds: UInt32)
     }
 
     let port: UInt16
@@ -54,8 +56,9 @@ final class HostileTransportPeer: @unchecked Sendable {
             return
         case .garbage:
             write(bytes, to: client)
-        case .webSocket:
+        case .webSocket, .slowUpgrade:
             guard let head = readUntil(client, { $0.firstRange(of: [13, 10, 13, 10]) != nil }) else { break }
+            if case .slowUpgrade(let delay) = mode { usleep(delay) }
             let text = String(decoding: head, as: UTF8.self)
             let key = text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
                 .map { String($0.dropFirst("sec-websocket-key:".count)).trimmingCharacters(in: .whitespaces) } ?? ""
@@ -63,6 +66,7 @@ final class HostileTransportPeer: @unchecked Sendable {
                 + "Sec-WebSocket-Accept: \(WebSocketUpgradeRequest.acceptValue(forKey: key))\r\n"
                 + "Sec-WebSocket-Protocol: mqtt\r\n\r\n"
             write(Array(response.utf8), to: client)
+            if case .slowUpgrade = mode { break }
             // The CONNECT frame: 2-byte header (+4 mask bytes) and a short payload; wait for any bytes.
             guard readUntil(client, { !$0.isEmpty }) != nil else { break }
             // MQTT 3.1.1 §3.2 CONNACK, accepted, as one unmasked binary frame (RFC 6455 §5.2).

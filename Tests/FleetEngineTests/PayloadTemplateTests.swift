@@ -114,14 +114,14 @@ struct PayloadTemplateTests {
     }
 
     @Test("a JSON object template carries the header as its first member and stays valid JSON", arguments: [
-        (#"{"speed":{seq}}"#, #"{"_fb":"01000000070000000000000029000000000000beef","speed":41}"#),
-        (#"  { "speed":1 }"#, #"  {"_fb":"01000000070000000000000029000000000000beef", "speed":1 }"#),
-        (#"{ }"#, #"{"_fb":"01000000070000000000000029000000000000beef" }"#),
+        (#"{"speed":{seq}}"#, #"{"_fb":"02000000070000000000000029000000000000beef0000000000000005000000000000bef0","speed":41}"#),
+        (#"  { "speed":1 }"#, #"  {"_fb":"02000000070000000000000029000000000000beef0000000000000005000000000000bef0", "speed":1 }"#),
+        (#"{ }"#, #"{"_fb":"02000000070000000000000029000000000000beef0000000000000005000000000000bef0" }"#),
     ])
     func textHeader(template: String, expected: String) throws {
         let compiled = try PayloadTemplate(template)
         #expect(compiled.headerForm == .text)
-        let header = EndToEndHeader(streamID: 7, sequence: 41, intendedTime: 0xBEEF)
+        let header = EndToEndHeader(streamID: 7, sequence: 41, intendedTime: 0xBEEF, runID: 5, sentTime: 0xBEF0)
         let rendered = render(compiled, header: header)
         #expect(rendered == expected)
         #expect(try EndToEndHeader.read(from: Array(rendered.utf8)) == header)
@@ -131,12 +131,13 @@ struct PayloadTemplateTests {
     func binaryHeader() throws {
         let compiled = try PayloadTemplate("seq={seq}")
         #expect(compiled.headerForm == .binary)
-        let header = EndToEndHeader(streamID: 1, sequence: 2, intendedTime: 3)
+        let header = EndToEndHeader(streamID: 1, sequence: 2, intendedTime: 3, runID: 4, sentTime: 5)
         var buffer: [UInt8] = []
         var random = SeededRandom(seed: 1)
         compiled.render(into: &buffer, context: PayloadContext(clientID: [], clientIndex: 0, sequence: 2,
                                                               timestampMilliseconds: 0), random: &random, header: header)
-        #expect(buffer == [0xFB, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3] + Array("seq=2".utf8))
+        #expect(buffer == [0xFB, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3,
+                           0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 5] + Array("seq=2".utf8))
         #expect(try EndToEndHeader.read(from: buffer) == header)
         #expect(try PayloadTemplate("{seq}").headerForm == .binary)  // a generator, not an object
     }

@@ -40,13 +40,13 @@ struct DeliveryTrackerMergeTests {
         #expect(group.record(stream: 0, sequence: 15) == .inOrder)
     }
 
-    @Test("bitsets of different lengths merge in both directions")
+    @Test("range lists of different lengths merge in both directions")
     func differentLengths() {
         var short = DeliveryTracker()
         var long = DeliveryTracker()
-        short.record(stream: 0, sequence: 1)  // one word of 16 after the first growth
+        short.record(stream: 0, sequence: 1)
         short.record(stream: 0, sequence: 63)
-        long.reserve(streams: 1, sequencesPerStream: 100_000)
+        long.reserve(streams: 1, rangesPerStream: 8)
         for sequence: UInt64 in [1, 64, 5_000, 99_999] { long.record(stream: 0, sequence: sequence) }
 
         var shortFirst = DeliveryTracker()
@@ -63,24 +63,40 @@ struct DeliveryTrackerMergeTests {
         #expect(shortFirst.record(stream: 0, sequence: 99_998) == .reordered)
     }
 
-    @Test("out-of-range arrivals are summed; unknown or refused streams add nothing")
-    func outOfRangeAndUnknownStreams() {
-        var limited = DeliveryTracker(sequenceLimit: 10)
+    @Test("untracked arrivals are summed; unknown streams add nothing")
+    func untrackedAndUnknownStreams() {
+        var limited = DeliveryTracker(rangeLimit: 1)
         limited.record(stream: 1, sequence: 3)
-        limited.record(stream: 1, sequence: 10)
-        limited.record(stream: 1, sequence: 1_000)
+        limited.record(stream: 1, sequence: 10)  // would open a second range: untracked
+        limited.record(stream: 1, sequence: 1_000)  // likewise
         var other = DeliveryTracker()
         other.record(stream: 0, sequence: 3)
         other.record(stream: 0, sequence: 4)
-        var group = DeliveryTracker(streamLimit: 4)
+        var group = DeliveryTracker()
         group.merge(stream: 3, from: limited, stream: 1)
         group.merge(stream: 3, from: other, stream: 0)
         group.merge(stream: 3, from: other, stream: 7)  // never recorded there
-        group.merge(stream: 4, from: other, stream: 0)  // beyond this tracker's stream limit
         group.merge(stream: -1, from: other, stream: 0)
         #expect(group.streamCount == 4)
         #expect(group.counts(stream: 3, expected: 5)
-                    == DeliveryCounts(expected: 5, received: 5, unique: 2, duplicated: 1, reordered: 0, outOfRange: 2))
+                    == DeliveryCounts(expected: 5, received: 5, unique: 2, duplicated: 1, reordered: 0, untracked: 2))
+        #expect(group.counts(stream: 3, expected: 5).lost == 1)
+        #expect(group.ranges(stream: 3) == [3..<5])
         #expect(group.totals { _ in 0 }.received == 5)
+    }
+
+    @Test("merging interleaved ranges unites them and counts each overlapping sequence once as a duplicate")
+    func interleavedRanges() {
+        var left = DeliveryTracker()
+        var right = DeliveryTracker()
+        for sequence: UInt64 in [0, 1, 2, 10, 11, 20] { left.record(stream: 0, sequence: sequence) }
+        for sequence: UInt64 in [2, 3, 4, 9, 10, 11, 12, 21, 30] { right.record(stream: 0, sequence: sequence) }
+        var merged = DeliveryTracker()
+        merged.merge(stream: 0, from: left, stream: 0)
+        merged.merge(stream: 0, from: right, stream: 0)
+        #expect(merged.ranges(stream: 0) == [0..<5, 9..<13, 20..<22, 30..<31])
+        // 2, 10 and 11 were on both sides.
+        #expect(merged.counts(stream: 0, expected: 32)
+                    == DeliveryCounts(expected: 32, received: 15, unique: 12, duplicated: 3, reordered: 0))
     }
 }

@@ -44,19 +44,50 @@ struct DeliveryTrackerTests {
         #expect(totals.lost == 1 + 2 + 8)
     }
 
-    @Test("sequence numbers beyond the limit and bad stream indices are counted, never stored")
+    @Test("huge sequence numbers cost one range; past the range limit arrivals are untracked, never lost")
     func hostileInput() {
-        var tracker = DeliveryTracker(sequenceLimit: 1000, streamLimit: 4)
-        #expect(tracker.record(stream: 0, sequence: 1000) == .outOfRange)
-        #expect(tracker.record(stream: 0, sequence: UInt64.max) == .outOfRange)
+        var tracker = DeliveryTracker(rangeLimit: 2)
+        #expect(tracker.record(stream: 0, sequence: 1 << 40) == .inOrder)
+        #expect(tracker.record(stream: 0, sequence: UInt64.max - 1) == .inOrder)
+        #expect(tracker.record(stream: 0, sequence: 5) == .untracked)  // a third range
+        #expect(tracker.record(stream: 0, sequence: UInt64.max) == .untracked)  // no range can end past it
+        #expect(tracker.record(stream: 0, sequence: (1 << 40) + 1) == .reordered)  // joins the first range
         #expect(tracker.record(stream: -1, sequence: 1) == .rejected)
-        #expect(tracker.record(stream: 4, sequence: 1) == .rejected)
-        #expect(tracker.record(stream: 0, sequence: 999) == .inOrder)
-        let counts = tracker.counts(stream: 0, expected: 1)
-        #expect(counts.received == 3)
-        #expect(counts.outOfRange == 2)
-        #expect(counts.unique == 1)
-        #expect(tracker.totals { _ in 1 }.rejected == 2)
+        #expect(tracker.record(stream: 1_000_000, sequence: 1) == .inOrder)  // no cap on the stream count
+        #expect(tracker.ranges(stream: 0) == [(1 << 40)..<((1 << 40) + 2), (UInt64.max - 1)..<UInt64.max])
+        let counts = tracker.counts(stream: 0, expected: 5)
+        #expect(counts.received == 5)
+        #expect(counts.unique == 3)
+        #expect(counts.untracked == 2)
+        #expect(counts.lost == 0)
+        #expect(tracker.totals { _ in 1 }.rejected == 1)
+    }
+
+    @Test("ranges: in-order arrivals extend one range, gaps open ranges, late arrivals join or split them")
+    func ranges() {
+        var tracker = DeliveryTracker()
+        for sequence in UInt64(0)..<1_000 { tracker.record(stream: 0, sequence: sequence) }
+        #expect(tracker.ranges(stream: 0) == [0..<1_000])
+        #expect(tracker.record(stream: 0, sequence: 1_005) == .inOrder)
+        #expect(tracker.record(stream: 0, sequence: 1_010) == .inOrder)
+        #expect(tracker.ranges(stream: 0) == [0..<1_000, 1_005..<1_006, 1_010..<1_011])
+        #expect(tracker.record(stream: 0, sequence: 1_000) == .reordered)  // extends the first
+        #expect(tracker.record(stream: 0, sequence: 1_004) == .reordered)  // extends the second downwards
+        #expect(tracker.record(stream: 0, sequence: 1_002) == .reordered)  // a range of its own
+        #expect(tracker.ranges(stream: 0) == [0..<1_001, 1_002..<1_003, 1_004..<1_006, 1_010..<1_011])
+        #expect(tracker.record(stream: 0, sequence: 1_001) == .reordered)  // joins first and second
+        #expect(tracker.record(stream: 0, sequence: 1_003) == .reordered)  // joins into one
+        #expect(tracker.ranges(stream: 0) == [0..<1_006, 1_010..<1_011])
+        #expect(tracker.record(stream: 0, sequence: 500) == .duplicate)
+        #expect(tracker.record(stream: 0, sequence: 1_010) == .duplicate)
+        #expect(tracker.record(stream: 0, sequence: 1_007) == .reordered)
+        #expect(tracker.counts(stream: 0, expected: 1_011)
+                    == DeliveryCounts(expected: 1_011, received: 1_010, unique: 1_008, duplicated: 2, reordered: 6))
+        #expect(tracker.counts(stream: 0, expected: 1_011).lost == 3)
+        #expect(tracker.uniqueCount(stream: 0, in: 1_000..<1_010) == 7)
+        #expect(tracker.uniqueCount(stream: 0, in: 999..<1_011) == 9)
+        #expect(tracker.uniqueCount(stream: 0, in: 2_000..<3_000) == 0)
+        #expect(tracker.uniqueCount(stream: 1, in: 0..<10) == 0)
     }
 
     @Test("more distinct messages than expected are reported as unexpected, not as negative loss")
@@ -81,10 +112,10 @@ struct DeliveryTrackerTests {
         #expect(total.lost == 10)
     }
 
-    @Test("reset forgets what was seen; reserve keeps recording allocation-free up to the reserved size")
+    @Test("reset forgets what was seen; reserve creates the streams")
     func resetAndReserve() {
         var tracker = DeliveryTracker()
-        tracker.reserve(streams: 2, sequencesPerStream: 10_000)
+        tracker.reserve(streams: 2, rangesPerStream: 16)
         #expect(tracker.streamCount == 2)
         tracker.record(stream: 1, sequence: 9_999)
         tracker.reset()

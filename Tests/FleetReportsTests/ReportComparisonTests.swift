@@ -248,4 +248,17 @@ struct ReportComparisonTests {
         let direct = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate())
         #expect(fromFiles.rows == direct.rows)
     }
+
+    @Test("rates divide by the publishing phase (run.publish_s), as thresholds and the HTML report do")
+    func ratesOverPublishingPhase() throws {
+        var baseline = SampleReports.make()
+        baseline.run.publishSeconds = 2  // a 3 s run of which 2 s published
+        var candidate = SampleReports.make()
+        candidate.run.publishSeconds = 0  // an older report without publish_s: the whole run
+        let comparison = ReportComparison(baseline: baseline, candidate: candidate, tolerance: 10, latencyFloorMilliseconds: 0)
+        let row = try #require(comparison.rows.first { $0.metric == "rates.published" })
+        let published = Double(baseline.messages.published.total)
+        #expect(row.baseline == published / 2)
+        #expect(row.candidate == (published / 3 * 1000).rounded() / 1000)
+    }
 }

@@ -66,8 +66,10 @@ struct RunReportJSONTests {
     func messages() throws {
         let messages = try Self.object(try Self.parsed()["messages"])
         #expect(try Self.object(messages["qos0"]) as? [String: Int] == ["published": 100, "received": 95])
-        #expect(try Self.object(messages["qos1"]) as? [String: Int] == ["published": 200, "acked": 199, "received": 201])
-        #expect(try Self.object(messages["qos2"]) as? [String: Int] == ["published": 50, "acked": 50, "received": 50])
+        #expect(try Self.object(messages["qos1"]) as? [String: Int]
+            == ["published": 200, "acked": 199, "received": 201, "unacked_at_end": 0])
+        #expect(try Self.object(messages["qos2"]) as? [String: Int]
+            == ["published": 50, "acked": 50, "received": 50, "unacked_at_end": 0])
         #expect(messages["bytes_in"] as? Int == 40_000)
         #expect(messages["bytes_out"] as? Int == 35_000)
     }
@@ -77,8 +79,10 @@ struct RunReportJSONTests {
         let delivery = try Self.object(try Self.parsed()["delivery"])
         #expect(try Self.object(delivery["qos1"]) as? [String: Int] == [
             "expected": 200, "received": 201, "unique": 199, "lost": 1, "duplicated": 2, "reordered": 3,
-            "unexpected": 0, "out_of_range": 0, "rejected": 0,
+            "unexpected": 0, "missed_while_offline": 0, "untracked": 0, "rejected": 0,
         ])
+        #expect(delivery["foreign"] as? Int == 0)
+        #expect(delivery["retained_on_subscribe"] as? Int == 0)
         #expect(try Self.object(delivery["qos0"])["lost"] as? Int == 5)
         #expect(try Self.object(delivery["qos2"])["expected"] as? Int == 50)
     }
@@ -221,5 +225,75 @@ struct RunReportJSONTests {
         report.run.seed = UInt64.max
         #expect(try Self.object(try Self.parsed(report)["run"])["seed"] as? String == "18446744073709551615")
         #expect(try RunReport.parse(text: try report.jsonText()).run.seed == UInt64.max)
+    }
+
+    @Test("the end of a run: unacked at end per QoS, unsent slots and the drain, written and read back")
+    func endOfRun() throws {
+        var report = SampleReports.make()
+        report.messages.unackedAtEnd = PerQoSCounts(qos1: 320, qos2: 7)
+        report.generator.unsentAtEnd = 1_680
+        report.generator.drainSeconds = 2.5
+        report.generator.drainLimitSeconds = 15
+        let json = try Self.parsed(report)
+        let messages = try Self.object(json["messages"])
+        #expect(try Self.object(messages["qos0"])["unacked_at_end"] == nil)
+        #expect(try Self.object(messages["qos1"])["unacked_at_end"] as? Int == 320)
+        #expect(try Self.object(messages["qos2"])["unacked_at_end"] as? Int == 7)
+        let generator = try Self.object(json["generator"])
+        #expect(generator["unsent_at_end"] as? Int == 1_680)
+        #expect(generator["drain_s"] as? Double == 2.5)
+        #expect(generator["drain_limit_s"] as? Int == 15)
+        let back = try RunReport.parse(text: try report.jsonText())
+        #expect(back.messages.unackedAtEnd == PerQoSCounts(qos1: 320, qos2: 7))
+        #expect(back.generator.unsentAtEnd == 1_680)
+        #expect(back.generator.drainSeconds == 2.5)
+        #expect(back.generator.drainLimitSeconds == 15)
+    }
+
+    @Test("clamped samples of every histogram are reported and read back")
+    func clampedCounts() throws {
+        var report = SampleReports.make()
+        var latency = LatencyRecorder()
+        // Received at 1,000 µs: sent at 1,003 and 1,001 µs (negative: clamped), 960 µs; intended 950 µs each.
+        for sent: UInt64 in [1_003_000, 1_001_000, 960_000] {
+            latency.record(.endToEnd, intendedAt: 950_000, sentAt: sent, completedAt: 1_000_000)
+        }
+        report.latency = latency
+        let entry = try Self.object(try Self.object(try Self.parsed(report)["latency_ms"])["end_to_end"])
+        #expect(entry["count"] as? Int == 3)
+        #expect(entry["clamped_low"] as? Int == 0)
+        #expect(entry["clamped_high"] as? Int == 0)
+        let fromSent = try Self.object(entry["from_sent"])
+        #expect(fromSent["count"] as? Int == 3)
+        #expect(fromSent["clamped_low"] as? Int == 2)
+        let back = try RunReport.parse(text: try report.jsonText())
+        #expect(back.latency.histogram(.endToEnd, from: .sent).clampedLowCount == 2)
+    }
+
+    @Test("rates have one time base, the publishing phase: publish_s is written, compare divides by it")
+    func publishSeconds() throws {
+        var report = SampleReports.make()
+        report.run.publishSeconds = 2
+        #expect(try Self.object(try Self.parsed(report)["run"])["publish_s"] as? Int == 2)
+        let back = try RunReport.parse(text: try report.jsonText())
+        #expect(back.run.publishSeconds == 2)
+        #expect(back.run.rateSeconds == 2)
+        #expect(back.run.rate(350) == 175)
+        var older = report
+        older.run.publishSeconds = 0
+        #expect(older.run.rateSeconds == 3)
+    }
+
+    @Test("each fleet reports its own ack deadlines")
+    func fleetTimeouts() throws {
+        var report = SampleReports.make()
+        report.fleets[0].ackTimeoutSeconds = [.puback: 2]
+        report.fleets[1].ackTimeoutSeconds = [.puback: 30, .connack: 5]
+        let fleets = try #require(try Self.parsed(report)["fleets"] as? [[String: Any]])
+        #expect(try Self.object(try Self.object(fleets[0]["ack_timeouts"])["timeouts_s"]) as? [String: Int] == ["puback": 2])
+        #expect(try Self.object(try Self.object(fleets[1]["ack_timeouts"])["timeouts_s"]) as? [String: Int]
+            == ["connack": 5, "puback": 30])
+        let back = try RunReport.parse(text: try report.jsonText())
+        #expect(back.fleets[1].ackTimeoutSeconds == [.puback: 30, .connack: 5])
     }
 }

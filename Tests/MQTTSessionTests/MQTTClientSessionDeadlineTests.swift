@@ -170,4 +170,23 @@ struct MQTTClientSessionDeadlineTests {
         #expect(harness.session.nextDeadline() == nil)
         #expect(harness.session.inFlightCount == 0)
     }
+
+    @Test("messages awaiting an ack within their deadline, by QoS: a reported timeout or an ack takes one out")
+    func awaitingWithinDeadline() {
+        var harness = Harness(MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 0, timeouts: distinctTimeouts,
+                                                  onAckTimeout: .keepWaiting))
+        harness.connected(connAck: connAckV3)
+        harness.publish("t", [1], qos: .atLeastOnce, at: 1 * second)   // packet 1, PUBACK by 6 s
+        harness.publish("t", [2], qos: .atLeastOnce, at: 2 * second)   // packet 2, PUBACK by 7 s
+        harness.publish("t", [3], qos: .exactlyOnce, at: 2 * second)   // packet 3, PUBREC by 8 s
+        harness.publish("t", [4], qos: .atMostOnce, at: 2 * second)
+        _ = harness.sent()
+        #expect(harness.session.awaitingWithinDeadline.qos1 == 2 && harness.session.awaitingWithinDeadline.qos2 == 1)
+        harness.tick(6 * second)
+        #expect(harness.takeEvents().count == 1)
+        #expect(harness.session.awaitingWithinDeadline.qos1 == 1 && harness.session.awaitingWithinDeadline.qos2 == 1)
+        harness.feed([0x40, 0x02, 0x00, 0x02], at: 6 * second)  // PUBACK 2
+        #expect(harness.session.awaitingWithinDeadline.qos1 == 0 && harness.session.awaitingWithinDeadline.qos2 == 1)
+        #expect(harness.session.inFlightCount == 2)  // the timed-out one is still in flight
+    }
 }

@@ -1,0 +1,58 @@
+/// Which messages a subscriber is owed (its entitlement), kept per (subscriber, stream) as windows of the
+/// stream's sequence numbers so loss is counted only for what was published while it was entitled:
+/// - clean session, or QoS 0 on either side: from its SUBACK to the moment its link was cut;
+/// - persistent session with QoS ≥ 1 both ways: from its SUBACK for as long as the broker keeps the session;
+///   a reconnect that finds no session ends the window where the link was cut.
+/// What a stream published outside every window is `missed_while_offline`, not loss; what was in flight when
+/// a link was cut is inside the window, so it is lost unless it arrived.
+extension Lane {
+    /// CONNACK: the client subscribes now unless the broker kept its session (then its persistent windows go on).
+    func entitlementConnected(_ client: Int, sessionPresent: Bool) {
+        guard !clients[client].entitledStreams.isEmpty else { return }
+        for index in clients[client].entitledStreams.indices {
+            if clients[client].windowOpen[index] {
+                // Only persistent windows stay open while disconnected.
+                if sessionPresent { continue }
+                closeWindow(client, index, end: clients[client].windowCut[index])
+            }
+            clients[client].windowGrace[index] = progress.published(Int(clients[client].entitledStreams[index]))
+        }
+    }
+
+    /// SUBACK: every stream without an open window is owed from here.
+    func entitlementSubscribed(_ client: Int) {
+        for index in clients[client].entitledStreams.indices where !clients[client].windowOpen[index] {
+            clients[client].windowStart[index] = progress.published(Int(clients[client].entitledStreams[index]))
+            clients[client].windowOpen[index] = true
+        }
+    }
+
+    /// The link is gone (any cause, the end of the run included): clean windows end here; persistent ones
+    /// remember where, in case the broker turns out to have dropped the session.
+    func entitlementCut(_ client: Int) {
+        for index in clients[client].entitledStreams.indices where clients[client].windowOpen[index] {
+            let cut = progress.published(Int(clients[client].entitledStreams[index]))
+            if clients[client].entitledPersistent[index] && !stopping {
+                clients[client].windowCut[index] = cut
+            } else {
+                closeWindow(client, index, end: cut)
+            }
+        }
+    }
+
+    /// End of run: a persistent window of a client that is offline now ends where its link was cut (the
+    /// broker still holds what came after, but it was never delivered in this run).
+    func entitlementFinish(_ client: Int) {
+        for index in clients[client].entitledStreams.indices where clients[client].windowOpen[index] {
+            closeWindow(client, index, end: clients[client].windowCut[index])
+        }
+    }
+
+    private func closeWindow(_ client: Int, _ index: Int, end: UInt64) {
+        let key = clients[client].deliveryKey | UInt64(clients[client].entitledStreams[index])
+        let window = EntitlementWindow(graceStart: clients[client].windowGrace[index],
+                                       start: clients[client].windowStart[index], end: end)
+        metrics.entitlement[key, default: []].append(window)
+        clients[client].windowOpen[index] = false
+    }
+}
