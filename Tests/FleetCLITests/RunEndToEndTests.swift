@@ -96,6 +96,18 @@ struct RunEndToEndTests {
         let scenario = try #require(report["scenario"] as? [String: Any])
         let fleets = try #require((scenario["redacted"] as? [String: Any])?["fleets"] as? [[String: Any]])
         #expect(fleets.map { $0["protocol"] as? NSNumber } == [3.1, 4])
+
+        // The same scenario without the overrides, gated on the first run: the gate says first that the runs
+        // differ in those settings, and --all shows every row (the p999s too).
+        let second = Self.temporaryDirectory("gated")
+        defer { try? FileManager.default.removeItem(atPath: second) }
+        let gated = try Self.run(["run", "scenarios/quickstart.json", "--duration", "2s", "--out", second, "--quiet",
+                                  "--baseline", out, "--all"])
+        #expect(gated.output.contains("\ncompared with \(out):\nbaseline:  quickstart @ "))
+        #expect(gated.output.contains("\nNOT like for like: "))
+        #expect(gated.output.contains("\n  setting fleets.sensors.protocol    3.1 -> \"5\"\n"))
+        #expect(gated.output.contains("\n  setting fleets.dashboard.protocol  4 -> \"5\"\n"))
+        #expect(gated.output.contains("\nlatency.end_to_end.p999 "))
     }
 
     @Test("failed thresholds exit 99")
