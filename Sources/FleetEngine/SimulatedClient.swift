@@ -116,8 +116,6 @@ struct SimulatedClient {
     var isDirty = false
     /// A message waits for the in-flight window: publishing resumes once half the window is free again.
     var awaitingWindow = false
-    /// The socket's SO_RCVLOWAT (1 unless raised while the client waits for its window).
-    var receiveLowWatermark: Int32 = 1
     let outbound = OutboundBuffer(initialCapacity: 2048)
     /// Bytes of a packet not yet whole. Empty (no storage) for most clients most of the time.
     var inbound: [UInt8] = []
