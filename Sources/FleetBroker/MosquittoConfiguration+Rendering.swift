@@ -31,10 +31,11 @@ extension MosquittoConfiguration {
             "per_listener_settings false",
             "allow_anonymous true",
             "max_keepalive \(maxKeepAlive)",
-            "max_inflight_messages \(maxInflightMessages)",
-            "max_queued_messages \(maxQueuedMessages)",
-            // Latency is measured per message; Nagle's algorithm would add up to 40 ms to small packets.
-            "set_tcp_nodelay true",
+        ]
+        if let maxInflightMessages { lines.append("max_inflight_messages \(maxInflightMessages)") }
+        if let maxQueuedMessages { lines.append("max_queued_messages \(maxQueuedMessages)") }
+        if tcpNoDelay { lines.append("set_tcp_nodelay true") }
+        lines += [
             "persistence \(persistence ? "true" : "false")",
             "persistence_location \(layout.directory)/",
             "log_dest file \(layout.logPath)",

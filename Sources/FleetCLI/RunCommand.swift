@@ -399,7 +399,12 @@ struct RunCommand {
                 limit: threshold.value, passed: outcome.passed)
         }
         let unreachable = result.counters.connectsSucceeded == 0 && result.counters.connectsAttempted > 0
-        report.passed = !report.run.interrupted && !unreachable && report.thresholds.allSatisfy(\.passed)
+        // A client that never got connected did none of its work: that fails the run unless the scenario says
+        // what it accepts of connections (a threshold on connections.*), as a refusal test would.
+        let neverConnectedAccepted = scenario.thresholds.contains { $0.metric.hasPrefix("connections.") }
+        let neverConnectedFails = result.counters.neverConnected > 0 && !neverConnectedAccepted
+        report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails
+            && report.thresholds.allSatisfy(\.passed)
 
         var written = true
         do {
@@ -421,6 +426,10 @@ struct RunCommand {
         }
         if !written { return .runtimeFailure }
         if report.run.interrupted { return .runtimeFailure }
+        if neverConnectedFails {
+            console.error("fleetbench: \(result.counters.neverConnected) client\(result.counters.neverConnected == 1 ? "" : "s") never "
+                + "got connected; add a threshold on connections.* (e.g. \"connections.never_connected <= N\") to accept that")
+        }
         var regressed = false
         if let baselineReport {
             let comparison = ReportComparison(baseline: baselineReport, candidate: report, tolerance: tolerance,
@@ -428,7 +437,7 @@ struct RunCommand {
             console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table(all: allRows))
             regressed = comparison.hasRegression
         }
-        return report.thresholds.allSatisfy(\.passed) && !regressed ? .success : .thresholdsFailed
+        return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails ? .success : .thresholdsFailed
     }
 
     // MARK: Helpers

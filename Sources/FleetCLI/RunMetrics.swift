@@ -82,6 +82,15 @@ struct RunMetrics {
             case "reconnects": return Double(counters.reconnects)
             case "peak_connected": return Double(result.peakConnected)
             case "disconnects": return Double(counters.disconnectsTotal)
+            case "never_connected": return Double(counters.neverConnected)
+            default: return nil
+            }
+        case "downgrades":
+            let counters = result.counters
+            switch parts[1] {
+            case "subscription_qos": return Double(counters.subscriptionsDowngraded)
+            case "subscription_refused": return Double(counters.subscriptionsRefused)
+            case "qos2_acked_as_qos1": return Double(counters.qos2AckedAsQoS1)
             default: return nil
             }
         case "generator":

@@ -1,5 +1,6 @@
 import FleetMetrics
 import FleetReports
+import MQTTCodec
 
 /// The table printed at the end of a run: the same numbers as report.json.
 enum RunSummary {
@@ -11,7 +12,12 @@ enum RunSummary {
         let connections = report.connections
         lines.append("  connections   attempted \(connections.attempted), succeeded \(connections.succeeded), "
             + "failed \(connections.failed), reconnects \(connections.reconnects), peak \(connections.peakConnected)")
-        for failure in connections.failuresByReason { lines.append("                failed \(failure.reason): \(failure.count)") }
+        for failure in connections.failuresByReason {
+            lines.append("                failed \(failure.reason)\(refusalMeaning(failure.reason)): \(failure.count)")
+        }
+        if connections.neverConnected > 0 {
+            lines.append("                never connected: \(connections.neverConnected) client\(connections.neverConnected == 1 ? "" : "s")")
+        }
         for level in QoSLevel.allCases {
             let published = report.messages.published[level]
             let received = report.messages.received[level]
@@ -30,6 +36,14 @@ enum RunSummary {
         if report.delivery.foreign > 0 || report.delivery.retainedOnSubscribe > 0 {
             lines.append("  not counted   foreign \(report.delivery.foreign) (not this run's), "
                 + "retained on subscribe \(report.delivery.retainedOnSubscribe)")
+        }
+        let downgrades = report.downgrades
+        if downgrades.total > 0 {
+            var kinds: [String] = []
+            if downgrades.subscriptionQoS > 0 { kinds.append("subscription_qos \(downgrades.subscriptionQoS)") }
+            if downgrades.subscriptionRefused > 0 { kinds.append("subscription_refused \(downgrades.subscriptionRefused)") }
+            if downgrades.qos2AckedAsQoS1 > 0 { kinds.append("qos2_acked_as_qos1 \(downgrades.qos2AckedAsQoS1)") }
+            lines.append("  downgrades    " + kinds.joined(separator: ", "))
         }
         if report.ackTimeouts.total > 0 {
             let kinds = AckKind.allCases.filter { report.ackTimeouts[$0] > 0 }
@@ -81,5 +95,14 @@ enum RunSummary {
 
     static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? " " + text : String(repeating: " ", count: width - text.count) + text
+    }
+
+    /// " (bad user name or password)" after `connack_refused_0x86`: what the CONNACK code means (3.1.1 codes are
+    /// reported as their 5.0 equivalents); empty for other reasons.
+    static func refusalMeaning(_ reason: String) -> String {
+        let prefix = "connack_refused_0x"
+        guard reason.hasPrefix(prefix), let byte = UInt8(reason.dropFirst(prefix.count), radix: 16),
+              let code = MQTTReasonCode(rawValue: byte) else { return "" }
+        return " (\(code.description))"
     }
 }

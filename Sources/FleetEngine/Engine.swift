@@ -362,7 +362,15 @@ public final class Engine: @unchecked Sendable {
         result.origin = phases.connectStart
         result.phases = phases
         var laneMetrics: [LaneMetrics] = []
-        for lane in lanes { laneMetrics.append(lane.queue.sync { lane.metrics }) }
+        for lane in lanes {
+            laneMetrics.append(lane.queue.sync {
+                var metrics = lane.metrics
+                for client in lane.clients where !client.hasConnectedBefore {
+                    metrics.fleets[client.fleet].counters.neverConnected += 1
+                }
+                return metrics
+            })
+        }
         var fleetResults = fleets.map { _ in EngineFleetResult() }
         var published = Array(repeating: UInt64(0), count: streamTopics.count)
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }

@@ -158,7 +158,6 @@ extension Lane {
         try? epoll.remove(socket.fileDescriptor)
         if abortive { try? socket.closeAbortively() } else { try? socket.close() }
         clients[client].socket = nil
-        clients[client].receiveLowWatermark = 1
         clients[client].awaitingWindow = false
         clients[client].wantsWritable = false
         clients[client].inbound = []
@@ -180,6 +179,8 @@ extension Lane {
 
     /// Reads what the socket has (bounded per turn so one busy connection cannot starve the lane).
     func readAvailable(_ client: Int) {
+        var readBytes = false
+        defer { if readBytes { acknowledgeIfSilent(client) } }
         for _ in 0..<4 {
             guard let socket = clients[client].socket else { return }
             let result: TCPSocket.ReadResult
@@ -199,6 +200,7 @@ extension Lane {
                 // Receive time per read: later reads of a turn must not inherit the turn's start, or a message
                 // sent after the turn began would arrive "before" its send time (a negative latency).
                 now = MonotonicClock.now()
+                readBytes = true
                 metrics.fleets[clients[client].fleet].counters.bytesIn += UInt64(count)
                 if let transport = clients[client].transport {
                     if !receiveLayered(client, transport, count: count) || clients[client].socket == nil { return }
@@ -208,6 +210,17 @@ extension Lane {
                 if count < readBuffer.count { return }
             }
         }
+    }
+
+    /// Acks were read and this turn writes nothing back: the kernel would delay its TCP acknowledgement (40 ms
+    /// or more), and a broker with Nagle's algorithm on (mosquitto's default) holds its next acks until it comes;
+    /// a window of 32 then advanced a few acks per delayed-ACK timer. With TCP_QUICKACK the broker sends the
+    /// rest at once. A client with bytes to flush needs no call: its next segment carries the acknowledgement.
+    /// Only while messages are in flight: that is when the broker owes more and the wait would be ours.
+    func acknowledgeIfSilent(_ client: Int) {
+        guard !clients[client].isDirty, clients[client].session.inFlightCount > 0,
+              let socket = clients[client].socket else { return }
+        try? socket.acknowledgeNow()
     }
 
     /// Hands `count` freshly read bytes to the session. Whole packets are decoded straight from the lane's read

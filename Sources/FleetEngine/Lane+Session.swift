@@ -53,13 +53,6 @@ extension Lane {
 
     func sessionDeadline(_ client: Int) {
         guard clients[client].socket != nil else { return }
-        if clients[client].receiveLowWatermark != 1 {
-            // Whatever arrived below the low watermark is read before any ack is declared missing. The mark
-            // stays 1 until the next refill raises it again; the client still waits for half its window.
-            setReceiveLowWatermark(client, 1)
-            readAvailable(client)
-            guard clients[client].socket != nil else { return }
-        }
         var sink = LaneSessionSink(lane: self, client: client)
         clients[client].session.checkDeadlines(now: now, output: &scratch, events: &sink)
         stage(client)
@@ -166,31 +159,9 @@ extension Lane {
         return max(1, window / 2) - (window - clients[client].session.inFlightCount)
     }
 
-    /// While a plain-TCP client waits for `missing` acks, the kernel need not wake the lane before 4 bytes per
-    /// ack are queued (a PUBACK or PUBCOMP is at least 4 bytes): acks are then read a batch per wakeup instead
-    /// of one or two. A lower bound that cannot hang: the messages still in flight owe at least `missing` acks
-    /// (the window's other half), and end of stream, errors and ack deadlines (`sessionDeadline` resets it and
-    /// reads first) are not held back. Clients that subscribe keep 1, so no incoming message waits. Set only
-    /// when it changes: a client refilling a full window the same way each time makes no call. Windows below 4
-    /// never miss more than one ack, so their mark stays 1.
-    func updateReceiveLowWatermark(_ client: Int) {
-        var wanted: Int32 = 1
-        if clients[client].awaitingWindow, clients[client].transport == nil, clients[client].subscriptions.isEmpty {
-            let missing = freeWindowSlotsMissing(client)
-            if missing > 1 { wanted = Int32(truncatingIfNeeded: missing * 4) }
-        }
-        setReceiveLowWatermark(client, wanted)
-    }
-
-    private func setReceiveLowWatermark(_ client: Int, _ wanted: Int32) {
-        guard wanted != clients[client].receiveLowWatermark, let socket = clients[client].socket else { return }
-        if (try? socket.setReceiveLowWatermark(wanted)) != nil { clients[client].receiveLowWatermark = wanted }
-    }
-
     /// Sends what every stream of the client has due, then sleeps until the earliest next slot.
     func publishDue(_ client: Int) {
         clients[client].awaitingWindow = false
-        defer { updateReceiveLowWatermark(client) }
         guard publishing, clients[client].phase == .connected else { return }
         // Backpressure: while the socket has not taken the last batch, produce nothing more. The backlog stays
         // in the schedule, where it shows as schedule lag; `flush` wakes this again once the buffer drained.

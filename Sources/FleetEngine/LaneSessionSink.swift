@@ -79,6 +79,15 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             lane.metrics.fleets[fleet].abandonedPublishes += 1
         case .subscribed:
             subscribed = true
+        case .subscriptionNotGranted(_, _, let result):
+            if result.isSuccess {
+                lane.metrics.fleets[fleet].counters.subscriptionsDowngraded += 1
+            } else {
+                lane.metrics.fleets[fleet].counters.subscriptionsRefused += 1
+            }
+        case .publishAcknowledgedAtLowerQoS:
+            lane.metrics.fleets[fleet].counters.qos2AckedAsQoS1 += 1
+            windowOpened = true
         case .unsubscribed, .requestAbandoned, .unexpectedAcknowledgement:
             break
         case .pingResponse(let sentAt, let receivedAt):

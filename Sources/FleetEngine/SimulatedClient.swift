@@ -119,8 +119,6 @@ struct SimulatedClient {
     /// When the client last became able to send again: connected, its window reopened or its socket drained.
     /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
     var sendableSince: UInt64 = 0
-    /// The socket's SO_RCVLOWAT (1 unless raised while the client waits for its window).
-    var receiveLowWatermark: Int32 = 1
     let outbound = OutboundBuffer(initialCapacity: 2048)
     /// Bytes of a packet not yet whole. Empty (no storage) for most clients most of the time.
     var inbound: [UInt8] = []

@@ -199,6 +199,14 @@ public struct ClientCounters: Equatable, Sendable {
     public var bytesIn: UInt64 = 0
     public var bytesOut: UInt64 = 0
     public var ackTimeouts = AckTimeoutCounts()
+    /// What the broker granted below what was asked (report.json `downgrades`): SUBACK filters granted a lower
+    /// QoS, SUBACK filters refused (failure code), QoS 2 messages answered with PUBACK (run as QoS 1).
+    public var subscriptionsDowngraded: UInt64 = 0
+    public var subscriptionsRefused: UInt64 = 0
+    public var qos2AckedAsQoS1: UInt64 = 0
+    /// Clients that never got a CONNACK accepting them during the whole run (set at the end of the run; a
+    /// client that connected once and then lost its connection is not counted).
+    public var neverConnected: UInt64 = 0
 
     public init() {}
 
@@ -226,5 +234,9 @@ public struct ClientCounters: Equatable, Sendable {
         bytesIn &+= other.bytesIn
         bytesOut &+= other.bytesOut
         ackTimeouts.add(other.ackTimeouts)
+        subscriptionsDowngraded &+= other.subscriptionsDowngraded
+        subscriptionsRefused &+= other.subscriptionsRefused
+        qos2AckedAsQoS1 &+= other.qos2AckedAsQoS1
+        neverConnected &+= other.neverConnected
     }
 }

@@ -153,6 +153,8 @@ public enum MetricCatalog {
         Metric("connections.reconnects", .number, report: "connections.reconnects", "attempts after a lost connection"),
         Metric("connections.peak_connected", .number, report: "connections.peak_connected", "most clients connected at once"),
         Metric("connections.disconnects", .number, report: nil, "ends of established connections, every reason"),
+        Metric("connections.never_connected", .number, report: "connections.never_connected",
+               "clients no CONNACK accepted during the whole run (such a client fails the run unless a threshold on connections.* accepts it)"),
         Metric("connections.failed_by_reason.*", .number, report: "connections.failed_by_reason.*", threshold: false,
                "failed attempts by reason"),
         Metric("connections.disconnects_by_reason.*", .number, report: "connections.disconnects_by_reason.*", threshold: false,
@@ -204,6 +206,13 @@ public enum MetricCatalog {
                "\(kind.reportName.uppercased()) not received before its deadline")
     } + [
         Metric("ack_timeouts.total", .number, report: "ack_timeouts.total", "every ack timeout"),
+        // What the broker granted below what was asked.
+        Metric("downgrades.subscription_qos", .number, report: "downgrades.subscription_qos", .needs(.subscribes),
+               "SUBACK filters granted a lower QoS than asked"),
+        Metric("downgrades.subscription_refused", .number, report: "downgrades.subscription_refused", .needs(.subscribes),
+               "SUBACK filters refused (failure code 0x80 or above)"),
+        Metric("downgrades.qos2_acked_as_qos1", .number, report: "downgrades.qos2_acked_as_qos1", .needs(.qos2Publishes),
+               "QoS 2 messages answered with PUBACK (the broker ran them as QoS 1)"),
         Metric("ack_timeouts.timeouts_s.*", .time, report: "ack_timeouts.timeouts_s.*", threshold: false,
                "the deadline used for each ack kind (s)"),
         // Rates.

@@ -28,6 +28,7 @@ extension RunReport {
             JSONMember("messages", messages.jsonValue),
             JSONMember("delivery", delivery.jsonValue),
             JSONMember("ack_timeouts", Self.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
+            JSONMember("downgrades", downgrades.jsonValue),
             JSONMember("latency_ms", try Self.latencyJSON(latency)),
             JSONMember("thresholds", .array(thresholds.map(\.jsonValue))),
             JSONMember("generator", generatorJSON),
@@ -237,8 +238,19 @@ extension ConnectionSummary {
             JSONMember("failed", .count(failed)),
             JSONMember("reconnects", .count(reconnects)),
             JSONMember("peak_connected", .count(peakConnected)),
+            JSONMember("never_connected", .count(neverConnected)),
             JSONMember("failed_by_reason", .object(failuresByReason.map { JSONMember($0.reason, .count($0.count)) })),
             JSONMember("disconnects_by_reason", .object(disconnectsByReason.map { JSONMember($0.reason, .count($0.count)) })),
+        ])
+    }
+}
+
+extension DowngradeSummary {
+    var jsonValue: JSONValue {
+        .object([
+            JSONMember("subscription_qos", .count(subscriptionQoS)),
+            JSONMember("subscription_refused", .count(subscriptionRefused)),
+            JSONMember("qos2_acked_as_qos1", .count(qos2AckedAsQoS1)),
         ])
     }
 }

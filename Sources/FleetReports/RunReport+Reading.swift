@@ -124,6 +124,7 @@ extension RunReport {
                 hostname: try environment.string("hostname"), os: try environment.string("os"),
                 cores: Int(try environment.count("cores")), memoryBytes: try environment.count("memory_bytes"),
                 fleetbenchVersion: try environment.string("fleetbench_version")))
+        downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
     }
 }
 
@@ -135,6 +136,18 @@ extension ConnectionSummary {
             peakConnected: try object.count("peak_connected"),
             failuresByReason: try object.object("failed_by_reason").reasonCounts(),
             disconnectsByReason: try object.object("disconnects_by_reason").reasonCounts())
+        neverConnected = UInt64(try object.optionalNumber("never_connected") ?? 0)
+    }
+}
+
+extension DowngradeSummary {
+    /// Absent from reports written before it existed: all zero.
+    init(_ object: JSONField?) throws(ReportError) {
+        self.init()
+        guard let object else { return }
+        subscriptionQoS = UInt64(try object.optionalNumber("subscription_qos") ?? 0)
+        subscriptionRefused = UInt64(try object.optionalNumber("subscription_refused") ?? 0)
+        qos2AckedAsQoS1 = UInt64(try object.optionalNumber("qos2_acked_as_qos1") ?? 0)
     }
 }
 

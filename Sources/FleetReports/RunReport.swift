@@ -24,6 +24,8 @@ public struct RunReport: Sendable {
     public var messages: MessageSummary
     public var delivery: DeliveryByQoS
     public var ackTimeouts: AckTimeoutCounts
+    /// What the broker granted below what was asked (report.json `downgrades`).
+    public var downgrades = DowngradeSummary()
     /// The deadline of each ack kind, in seconds; kinds without a deadline are absent.
     public var ackTimeoutSeconds: [AckKind: Double]
     /// Latency histograms of the whole run, both origins (intended and sent).
@@ -73,7 +75,31 @@ public struct RunReport: Sendable {
         connections = ConnectionSummary(counters: counters, peakConnected: peakConnected)
         messages = MessageSummary(counters: counters)
         ackTimeouts = counters.ackTimeouts
+        downgrades = DowngradeSummary(counters: counters)
     }
+}
+
+/// A broker granting less than asked, counted per kind rather than passed silently.
+public struct DowngradeSummary: Equatable, Sendable {
+    /// SUBACK filters granted a lower QoS than the SUBSCRIBE asked.
+    public var subscriptionQoS: UInt64 = 0
+    /// SUBACK filters refused (failure code 0x80 or above).
+    public var subscriptionRefused: UInt64 = 0
+    /// QoS 2 PUBLISH packets answered with PUBACK (the broker ran them as QoS 1).
+    public var qos2AckedAsQoS1: UInt64 = 0
+
+    public init(subscriptionQoS: UInt64 = 0, subscriptionRefused: UInt64 = 0, qos2AckedAsQoS1: UInt64 = 0) {
+        self.subscriptionQoS = subscriptionQoS
+        self.subscriptionRefused = subscriptionRefused
+        self.qos2AckedAsQoS1 = qos2AckedAsQoS1
+    }
+
+    public init(counters: ClientCounters) {
+        self.init(subscriptionQoS: counters.subscriptionsDowngraded, subscriptionRefused: counters.subscriptionsRefused,
+                  qos2AckedAsQoS1: counters.qos2AckedAsQoS1)
+    }
+
+    public var total: UInt64 { subscriptionQoS &+ subscriptionRefused &+ qos2AckedAsQoS1 }
 }
 
 /// The scenario a run executed.
@@ -151,6 +177,8 @@ public struct ConnectionSummary: Equatable, Sendable {
     public var failuresByReason: [ReasonCount] = []
     /// Sorted by reason name.
     public var disconnectsByReason: [ReasonCount] = []
+    /// Clients never accepted by a CONNACK during the whole run (absent from older reports: 0).
+    public var neverConnected: UInt64 = 0
 
     public init(
         attempted: UInt64 = 0, succeeded: UInt64 = 0, failed: UInt64 = 0, reconnects: UInt64 = 0,
@@ -173,6 +201,7 @@ public struct ConnectionSummary: Equatable, Sendable {
         self.peakConnected = UInt64(Swift.max(peakConnected, 0))
         failuresByReason = Self.sorted(counters.connectFailures.map { ReasonCount($0.key.reportName, $0.value) })
         disconnectsByReason = Self.sorted(counters.disconnects.map { ReasonCount($0.key.reportName, $0.value) })
+        neverConnected = counters.neverConnected
     }
 
     /// Same names can come from distinct enum values (none today); they are summed.

@@ -136,6 +136,13 @@ public struct TCPSocket: Sendable, Hashable {
         try setOption(level: SOL_SOCKET, name: SO_RCVLOWAT, value: max(1, bytes), call: "setsockopt(SO_RCVLOWAT)")
     }
 
+    /// TCP_QUICKACK: sends the acknowledgement of what was read now instead of at the delayed-ACK timer (40 ms
+    /// or more), and leaves delayed-ACK ("ping-pong") mode until the kernel enters it again. A peer with Nagle's
+    /// algorithm on holds its next small write until this acknowledgement arrives.
+    public func acknowledgeNow() throws(SystemError) {
+        try setOption(level: Int32(IPPROTO_TCP), name: TCP_QUICKACK, value: 1, call: "setsockopt(TCP_QUICKACK)")
+    }
+
     /// SO_SNDBUF / SO_RCVBUF and similar integer options.
     public func setOption(level: Int32, name: Int32, value: Int32, call: StaticString = "setsockopt") throws(SystemError) {
         var value = value

@@ -228,6 +228,12 @@ extension MQTTClientSession {
         if kind == .subAck {
             // Refused filters are not re-subscribed later.
             if let group = subscriptionGroups.firstIndex(where: { $0.packetID == packetID }) {
+                for (subscription, result) in zip(subscriptionGroups[group].subscriptions, results)
+                    where !result.isSuccess || result.rawValue < subscription.options.qos.rawValue
+                {
+                    events.sessionEvent(.subscriptionNotGranted(
+                        filter: subscription.filter, requested: subscription.options.qos, result: result))
+                }
                 var kept: [MQTTSubscription] = []
                 for (subscription, result) in zip(subscriptionGroups[group].subscriptions, results) where result.isSuccess {
                     kept.append(subscription)
@@ -270,6 +276,15 @@ extension MQTTClientSession {
         events: inout Handler
     ) {
         guard let index = outbound.index(of: view.packetID), outbound.slots[index].awaiting == kind else {
+            if kind == .pubAck, let index = outbound.index(of: view.packetID), outbound.slots[index].awaiting == .pubRec {
+                // The broker ran a QoS 2 message as QoS 1: no PUBREC or PUBCOMP will follow.
+                let slot = outbound.slots[index]
+                outbound.free(at: index, deadline: slot.stageSentAt &+ settings.timeouts.pubRec)
+                events.sessionEvent(.publishAcknowledgedAtLowerQoS(MQTTPublishAcknowledgement(
+                    kind: .pubAck, packetID: slot.packetID, intendedAt: slot.intendedAt, sentAt: slot.sentAt,
+                    receivedAt: now, tag: slot.tag, reasonCode: view.reasonCode)))
+                return
+            }
             statistics.unexpectedAcknowledgements &+= 1
             events.sessionEvent(.unexpectedAcknowledgement(view.type, packetID: view.packetID))
             return

@@ -124,6 +124,12 @@ public enum MQTTSessionEvent: Sendable, Hashable {
     case publishDropped(MQTTDroppedPublish)
     /// SUBACK: one result per filter, in order (Granted QoS 0-2, or a failure code >= 0x80).
     case subscribed(packetID: UInt16, results: [MQTTReasonCode])
+    /// One filter of a SUBACK granted less than asked: a lower QoS, or a failure code (>= 0x80). Reported
+    /// before `.subscribed`, once per such filter, so a downgrade is counted rather than passed silently.
+    case subscriptionNotGranted(filter: String, requested: MQTTQoS, result: MQTTReasonCode)
+    /// PUBACK for a QoS 2 PUBLISH still waiting for its PUBREC: the broker ran the message as QoS 1 (RabbitMQ
+    /// downgrades QoS 2 so). The message is out of the window and not counted as acknowledged at QoS 2.
+    case publishAcknowledgedAtLowerQoS(MQTTPublishAcknowledgement)
     /// UNSUBACK: one result per filter (always Success before 5.0, which has no codes).
     case unsubscribed(packetID: UInt16, results: [MQTTReasonCode])
     /// A SUBSCRIBE or UNSUBSCRIBE whose acknowledgement will not come: the connection was lost first.

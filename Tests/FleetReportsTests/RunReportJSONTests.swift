@@ -22,7 +22,8 @@ struct RunReportJSONTests {
         }
         #expect(keys == [
             "schema", "tool", "scenario", "run", "brokers", "broker_embedded", "passed", "connections", "messages",
-            "delivery", "ack_timeouts", "latency_ms", "thresholds", "generator", "timeline", "fleets", "environment",
+            "delivery", "ack_timeouts", "downgrades", "latency_ms", "thresholds", "generator", "timeline", "fleets",
+            "environment",
         ])
         #expect(text.hasSuffix("}\n"))
     }
