@@ -73,14 +73,12 @@ extension ReportComparison {
         }
         var text = "baseline:  \(baselineName)\ncandidate: \(candidateName)\n\n"
         text += likeForLikeLine + "\n"
-        if let caution { text += caution + "\n" }
-        if !isLikeForLike {
-            let width = differences.map(\.what.count).max() ?? 0
-            for difference in differences {
-                text += "  " + difference.what.padding(toLength: width, withPad: " ", startingAt: 0)
-                    + "  \(difference.baseline) -> \(difference.candidate)\n"
-            }
+        let width = differences.map(\.what.count).max() ?? 0
+        for difference in differences {
+            text += "  " + difference.what.padding(toLength: width, withPad: " ", startingAt: 0)
+                + "  \(difference.baseline) -> \(difference.candidate)\n"
         }
+        if let caution { text += caution + "\n" }
         text += "\n"
         text += format(header) + "\n"
         text += format(widths.map { String(repeating: "-", count: $0) }) + "\n"
@@ -99,7 +97,6 @@ extension ReportComparison {
         text += "Baseline: `\(cell(baselineName))`  \nCandidate: `\(cell(candidateName))`\n\n"
         if isLikeForLike {
             text += cell(likeForLikeLine) + "\n\n"
-            if let caution { text += "**" + cell(caution) + "**\n\n" }
         } else {
             text += "**" + cell(likeForLikeLine) + "**\n\n| differs | baseline | candidate |\n|---|---|---|\n"
             for difference in differences {
@@ -107,6 +104,7 @@ extension ReportComparison {
             }
             text += "\n"
         }
+        if let caution { text += "**" + cell(caution) + "**\n\n" }
         text += (hasRegression ? "**" + cell(summary) + "**" : cell(summary)) + "\n\n"
         text += "| metric | unit | baseline | candidate | change | verdict |\n"
         text += "|---|---|---:|---:|---:|---|\n"

@@ -176,6 +176,18 @@ struct ComparisonNoiseTests {
         #expect(differences[4] == ["what": "duration", "baseline": "3 s", "candidate": "30 s"])
     }
 
+    @Test("the both-saturated caution follows the differences, in text and Markdown")
+    func cautionAfterDifferences() {
+        var candidate = SampleReports.make()
+        candidate.run.seed = 7
+        let comparison = ReportComparison(baseline: SampleReports.make(), candidate: candidate)
+        let caution = "Caution: both runs' generators were saturated (they could not keep their own schedule): their "
+            + "latencies measure this machine's load as well as the broker."
+        #expect(comparison.caution == caution)
+        #expect(comparison.table().contains("\n  seed  42 -> 7\n\(caution)\n\nmetric "))
+        #expect(comparison.markdown().contains("| seed | `42` | `7` |\n\n**\(caution)**\n\n"))
+    }
+
     @Test("a --set shows as the setting it changed, by the fleet's name")
     func overrideDifference() {
         func scenario(count: Int64) -> JSONValue {
