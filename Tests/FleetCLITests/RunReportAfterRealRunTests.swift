@@ -105,7 +105,8 @@ struct RunReportAfterRealRunTests {
         #expect(timeline.reduce(0) { $0 + ($1["received"] as? Int ?? 0) } == published)
 
         // The summary printed at the end uses the same numbers.
-        #expect(outcome.output.contains("qos1          published \(published), acked \(published), received \(published); "
+        #expect(outcome.output.contains("qos1          published \(published), acked \(published), unacked at end 0, "
+            + "received \(published); "
             + "expected \(published), lost 0, duplicated 0, reordered 0"))
         let p99 = try #require(endToEnd["p99"] as? Double)
         #expect(outcome.output.contains("threshold     pass  latency.end_to_end.p99 < 100ms  (observed \(Self.trimmed(p99)) ms)"))
