@@ -98,7 +98,7 @@ let package = Package(
         .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario"]),
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports"]),
+        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetBroker"]),
         .testTarget(name: "FleetFuzzTargetsTests", dependencies: ["FleetFuzzTargets"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
         .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker"]),
