@@ -36,17 +36,20 @@ let package = Package(
         .target(name: "MQTTCodec"),
         .target(name: "MQTTSession", dependencies: ["MQTTCodec"]),
         .target(name: "FleetMetrics"),
+        // The one payload template compiler: generators, JSON-string escaping; the scenario layer compiles with it,
+        // the engine renders what it compiled.
+        .target(name: "FleetPayload"),
 
         // MARK: Layers with I/O or C libraries
         .target(name: "FleetJSON", dependencies: ["CJansson"]),
         .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CLaneRing"]),
-        .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec"]),
+        .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec", "FleetMetrics", "FleetPayload"]),
         // The vehicle model behind `{vehicle.*}`: roads (GeoJSON or generated), trips, battery, GNSS error.
         // Pure arithmetic over immutable roads; libm is its only system import.
         .target(name: "FleetVehicle", dependencies: ["FleetJSON"]),
         .target(
             name: "FleetEngine",
-            dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "CLinux"]),
+            dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "FleetPayload", "CLinux"]),
         .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "CZlib"]),
         .target(
             name: "FleetCLI",
@@ -94,11 +97,11 @@ let package = Package(
         .testTarget(name: "FleetMetricsTests", dependencies: ["FleetMetrics"]),
         .testTarget(name: "FleetJSONTests", dependencies: ["FleetJSON"]),
         .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker", "FleetTestSupport"]),
-        .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetTestSupport", "FleetBroker"]),
-        .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario"]),
+        .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetPayload", "FleetTestSupport", "FleetBroker"]),
+        .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario", "FleetMetrics"]),
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetBroker"]),
+        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker"]),
         .testTarget(name: "FleetFuzzTargetsTests", dependencies: ["FleetFuzzTargets"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
         .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker"]),

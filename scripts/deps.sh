@@ -3,7 +3,7 @@
 # Sourced by scripts/test and scripts/quickstart.
 set -euo pipefail
 
-fleetbench_packages=(mosquitto libjansson-dev libssl-dev zlib1g-dev liburing-dev pkg-config openssl)
+fleetbench_packages=(mosquitto mosquitto-clients libjansson-dev libssl-dev zlib1g-dev liburing-dev pkg-config openssl)
 
 missing=()
 for package in "${fleetbench_packages[@]}"; do

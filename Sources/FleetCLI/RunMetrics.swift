@@ -1,40 +1,21 @@
 import FleetEngine
 import FleetMetrics
 
-/// The metric paths of thresholds (`latency.end_to_end.p99`, `delivery.qos1.lost`, ...) looked up in a run's
-/// merged result. Time values are in nanoseconds (thresholds compare in nanoseconds); nil when the run did
+/// The metric paths of thresholds (`latency.end_to_end.p99`, `delivery.qos1.lost`, ...; every threshold entry of
+/// MetricCatalog) looked up in a run's merged result. Time values are in nanoseconds (thresholds compare in nanoseconds); nil when the run did
 /// not produce the metric (a threshold on it then fails).
 struct RunMetrics {
     let result: EngineResult
     /// Seconds spent publishing, for rates.
     let publishSeconds: Double
 
-    /// The latency kind and origin behind each name of MetricCatalog.latencyKinds.
-    static func latencySource(_ name: String) -> (LatencyKind, LatencyOrigin)? {
-        switch name {
-        case "tcp_connect": return (.tcpConnect, .sent)
-        case "tls_handshake": return (.tlsHandshake, .sent)
-        case "ws_upgrade": return (.wsUpgrade, .sent)
-        case "connack": return (.connect, .sent)
-        case "suback": return (.subscribe, .sent)
-        case "unsuback": return (.unsubscribe, .sent)
-        case "puback": return (.puback, .intended)
-        case "pubrec": return (.pubrec, .intended)
-        case "pubcomp": return (.pubcomp, .intended)
-        case "end_to_end": return (.endToEnd, .intended)
-        case "end_to_end_actual": return (.endToEnd, .sent)
-        case "request_response": return (.requestResponse, .intended)
-        default: return nil
-        }
-    }
-
     func value(_ path: String) -> Double? {
         let parts = path.split(separator: ".").map(String.init)
         guard parts.count >= 2 else { return nil }
         switch parts[0] {
         case "latency":
-            guard parts.count == 3, let (kind, origin) = Self.latencySource(parts[1]) else { return nil }
-            let histogram = result.latency.histogram(kind, from: origin)
+            guard parts.count == 3, let entry = MetricCatalog.latency(named: parts[1]) else { return nil }
+            let histogram = result.latency.histogram(entry.kind, from: entry.origin)
             guard histogram.totalCount > 0 else { return parts[2] == "count" ? 0 : nil }
             let microseconds: Double
             switch parts[2] {
@@ -58,10 +39,16 @@ struct RunMetrics {
             case "reordered": return Double(delivery.reordered)
             case "received": return Double(delivery.received)
             case "expected": return Double(delivery.expected)
+            case "unique": return Double(delivery.unique)
+            case "unexpected": return Double(delivery.unexpected)
+            case "out_of_range": return Double(delivery.outOfRange)
+            case "rejected": return Double(delivery.rejected)
             case "loss_ratio": return delivery.expected == 0 ? 0 : Double(delivery.lost) / Double(delivery.expected)
             default: return nil
             }
         case "messages":
+            if parts[1] == "bytes_in" { return Double(result.counters.bytesIn) }
+            if parts[1] == "bytes_out" { return Double(result.counters.bytesOut) }
             guard parts.count == 3, let qos = Self.qosIndex(parts[1]), let level = QoSLevel(rawValue: qos) else { return nil }
             switch parts[2] {
             case "published": return Double(result.counters.published[level])
@@ -93,6 +80,9 @@ struct RunMetrics {
             case "schedule_lag_p99": return lag.totalCount == 0 ? 0 : Double(lag.valueAtPercentile(99)) * 1000
             case "schedule_lag_max": return lag.totalCount == 0 ? 0 : Double(lag.max) * 1000
             case "dropped": return Double(result.droppedSlots)
+            case "abandoned_publishes": return Double(result.abandonedPublishes)
+            case "foreign_messages": return Double(result.foreignMessages)
+            case "receive_coalescing_pauses": return Double(result.coalescingPauses)
             default: return nil
             }
         case "rates":

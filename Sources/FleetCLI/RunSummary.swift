@@ -55,11 +55,11 @@ enum RunSummary {
     }
 
     static func formatObserved(_ value: Double, metric: String) -> String {
-        if metric.hasPrefix("latency.") && !metric.hasSuffix(".count") || metric.hasPrefix("generator.schedule_lag") {
-            return format(value / 1e6) + " ms"
+        switch MetricCatalog.unit(of: metric) {
+        case .time: return format(value / 1e6) + " ms"
+        case .ratio: return format(value * 100) + " %"
+        default: return format(value)
         }
-        if metric.hasSuffix("_ratio") { return format(value * 100) + " %" }
-        return format(value)
     }
 
     static func format(_ value: Double) -> String {

@@ -76,59 +76,16 @@ enum ScenarioMapping {
         return ramps
     }
 
-    /// An engine payload for a scenario payload: filler becomes the binary fleetbench payload; templates are
-    /// handed to the engine's renderer (the fleet name is fixed per fleet, so it is written in as text).
+    /// An engine payload for a scenario payload: filler becomes the binary fleetbench payload; a template goes to
+    /// the engine as the scenario layer compiled it (one compiler, so JSON escaping survives), with the fleet name
+    /// written in (it is fixed per fleet).
     static func payload(_ payload: Payload, fleet: String) throws -> EnginePayload {
         switch payload {
         case .filler(let size):
             return .binary(size: size)
         case .template(let template):
-            let source = engineTemplateSource(template, fleet: fleet)
-            do {
-                return .template(try FleetEngine.PayloadTemplate(source))
-            } catch {
-                throw UnsupportedFeature(description: "fleet '\(fleet)': payload template: \(error)")
-            }
+            return .template(FleetEngine.PayloadTemplate(template, fleet: fleet))
         }
-    }
-
-    /// The engine template text of a compiled scenario template. The engine reads `{` followed by a lowercase
-    /// letter or `_` as a generator and `{{` as one literal `{`: literal braces in that position are doubled.
-    static func engineTemplateSource(_ template: FleetScenario.PayloadTemplate, fleet: String) -> String {
-        var pieces: [(text: String, literal: Bool)] = []
-        for segment in template.segments {
-            switch segment {
-            case .literal(let bytes):
-                pieces.append((String(decoding: bytes, as: UTF8.self), true))
-            case .generator(let generator, _):
-                switch generator {
-                case .clientID: pieces.append(("{client_id}", false))
-                case .index: pieces.append(("{i}", false))
-                case .fleet: pieces.append((fleet, true))
-                case .sequence: pieces.append(("{seq}", false))
-                case .timestampMilliseconds: pieces.append(("{ts_ms}", false))
-                case .random(let range): pieces.append(("{rand:\(range.lowerBound)..\(range.upperBound)}", false))
-                case .choice(let options): pieces.append(("{choice:" + options.joined(separator: "|") + "}", false))
-                case .uuid: pieces.append(("{uuid}", false))
-                }
-            }
-        }
-        var source = ""
-        for (index, piece) in pieces.enumerated() {
-            guard piece.literal else {
-                source += piece.text
-                continue
-            }
-            let characters = Array(piece.text)
-            for (position, character) in characters.enumerated() {
-                source.append(character)
-                guard character == "{" else { continue }
-                let next: Character? = position + 1 < characters.count
-                    ? characters[position + 1] : (index + 1 < pieces.count ? pieces[index + 1].text.first : nil)
-                if let next, next == "{" || next == "_" || (next.isASCII && next.isLowercase) { source.append("{") }
-            }
-        }
-        return source
     }
 
     static func engineConfiguration(

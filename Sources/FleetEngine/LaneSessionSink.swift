@@ -78,8 +78,8 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             subscribed = true
         case .unsubscribed, .requestAbandoned, .unexpectedAcknowledgement:
             break
-        case .pingResponse:
-            break
+        case .pingResponse(let sentAt, let receivedAt):
+            lane.metrics.fleets[fleet].latency.record(.pingresp, startedAt: sentAt, completedAt: receivedAt)
         case .ackTimeout(let timeout):
             lane.metrics.fleets[fleet].counters.ackTimeouts[AckKind(timeout.kind)] += 1
         case .serverDisconnected(let code, _):

@@ -1,34 +1,27 @@
-/// A payload template compiled once into segments, rendered per message into a reusable buffer without
+import FleetPayload
+
+/// A payload template laid out for rendering: compiled by FleetPayload (the one compiler, shared with the scenario
+/// layer), flattened here into one literal buffer and slots, rendered per message into a reusable buffer without
 /// allocating.
 ///
-/// Generators (written `{name}` or `{name:argument}`):
-/// - `{client_id}` the client's id, `{i}` its index, `{seq}` the message sequence number, `{ts_ms}` the
-///   timestamp in milliseconds the caller passes (typically wall clock);
-/// - `{rand:0..180}` a uniform integer, both ends included (negative bounds allowed); `{rand:0.0..1.0}` a
-///   uniform decimal with as many fraction digits as the bounds have (at most 9);
-/// - `{choice:a|b|c}` one of the options; `{uuid}` a version 4 UUID; all drawn from the client's generator,
-///   so a fixed seed renders fixed bytes.
-///
-/// Braces: a generator is a `{` directly followed by a lowercase letter or `_`. Every other brace is literal,
-/// so JSON templates need no escaping (`{"speed":{rand:0..180}}` works as written); `{{` renders a single `{`
-/// for the rare literal `{` followed by a letter (`{{seq}` renders `{seq}`). `}` is always literal, because a
-/// `}}` escape would break nested JSON objects.
+/// Generated values inside a JSON string are escaped (RFC 8259): choice options and the fleet name once, here;
+/// client ids when rendered. Numbers and UUIDs never need it.
 public struct PayloadTemplate: Sendable {
     enum Segment: Sendable, Equatable {
         case literal(start: Int, end: Int)
-        case clientID
+        /// The client id; `escaped` inside a JSON string.
+        case clientID(escaped: Bool)
         case clientIndex
         case sequence
         case timestampMilliseconds
         case randomInteger(low: Int64, high: Int64)
         /// A decimal as a scaled integer: value / 10^fractionDigits.
         case randomDecimal(low: Int64, high: Int64, fractionDigits: Int)
-        /// Options are `choiceRanges[first..<first + count]`.
+        /// Options are `choiceRanges[first..<first + count]`, stored already escaped where they need it.
         case choice(first: Int, count: Int)
         case uuid
     }
 
-    public let source: String
     private let literalBytes: [UInt8]
     let segments: [Segment]
     private let choiceRanges: [Range<Int>]
@@ -46,65 +39,87 @@ public struct PayloadTemplate: Sendable {
 
     public var headerForm: HeaderForm { textHeaderSegment == nil ? .binary : .text }
 
+    /// Compiles the engine's raw text form (see `FleetPayload.PayloadTemplate.compileRaw`): braces need no
+    /// escaping in JSON, `{` followed by a lowercase letter or `_` opens a generator, `{{` is a literal `{`.
     public init(_ template: String) throws(PayloadTemplateError) {
-        source = template
-        let bytes = Array(template.utf8)
+        self.init(try FleetPayload.PayloadTemplate.compileRaw(template))
+    }
+
+    /// Lays out a compiled template; `fleet` is written in where `{fleet}` is (it is fixed per fleet).
+    public init(_ template: FleetPayload.PayloadTemplate, fleet: String = "") {
         var literal: [UInt8] = []
         var segments: [Segment] = []
         var choices: [Range<Int>] = []
-        var headerSegment: Int?
-        var needsComma = true
-
         var pendingStart = 0  // start in `literal` of the literal run not yet closed into a segment
         func closeLiteral() {
             if literal.count > pendingStart { segments.append(.literal(start: pendingStart, end: literal.count)) }
             pendingStart = literal.count
         }
-
-        // A JSON object template: the header goes right after its opening brace.
-        var firstSignificant = 0
-        while firstSignificant < bytes.count, isWhitespace(bytes[firstSignificant]) { firstSignificant += 1 }
-        let objectBrace: Int? =
-            firstSignificant < bytes.count && bytes[firstSignificant] == UInt8(ascii: "{")
-                && !(firstSignificant + 1 < bytes.count && startsGenerator(bytes[firstSignificant + 1])) ? firstSignificant : nil
-        if let objectBrace {
-            var after = objectBrace + 1
-            while after < bytes.count, isWhitespace(bytes[after]) { after += 1 }
-            needsComma = !(after < bytes.count && bytes[after] == UInt8(ascii: "}"))
+        func appendText(_ bytes: [UInt8], escaped: Bool) {
+            if escaped { JSONStringEscaping.append(bytes, to: &literal) } else { literal += bytes }
         }
-
-        var offset = 0
-        while offset < bytes.count {
-            let byte = bytes[offset]
-            if byte == UInt8(ascii: "{"), offset + 1 < bytes.count {
-                let following = bytes[offset + 1]
-                if following == UInt8(ascii: "{") {
-                    literal.append(byte)
-                    offset += 2
-                    continue
-                }
-                if startsGenerator(following) {
-                    closeLiteral()
-                    let (segment, end) = try Self.parseGenerator(bytes, at: offset, literal: &literal, choices: &choices)
-                    pendingStart = literal.count  // choice options were stored, not rendered
-                    segments.append(segment)
-                    offset = end
-                    continue
-                }
+        for segment in template.segments {
+            guard case .generator(let generator, let inJSONString) = segment else {
+                if case .literal(let bytes) = segment { literal += bytes }
+                continue
             }
-            literal.append(byte)
-            offset += 1
-            if offset - 1 == objectBrace {
+            switch generator {
+            case .fleet:
+                appendText(Array(fleet.utf8), escaped: inJSONString)
+                continue
+            case .choice(let options):
                 closeLiteral()
-                headerSegment = segments.count
+                let first = choices.count
+                for option in options {
+                    let start = literal.count
+                    appendText(Array(option.utf8), escaped: inJSONString)
+                    choices.append(start..<literal.count)
+                }
+                pendingStart = literal.count  // the options were stored, not rendered
+                segments.append(.choice(first: first, count: options.count))
+                continue
+            default:
+                break
+            }
+            closeLiteral()
+            switch generator {
+            case .clientID: segments.append(.clientID(escaped: inJSONString))
+            case .index: segments.append(.clientIndex)
+            case .sequence: segments.append(.sequence)
+            case .timestampMilliseconds: segments.append(.timestampMilliseconds)
+            case .random(let range): segments.append(.randomInteger(low: range.lowerBound, high: range.upperBound))
+            case .randomDecimal(let range, let digits):
+                segments.append(.randomDecimal(low: range.lowerBound, high: range.upperBound, fractionDigits: digits))
+            case .uuid: segments.append(.uuid)
+            case .fleet, .choice: break
             }
         }
         closeLiteral()
+
+        // A JSON object: the text header goes right after its opening brace.
+        var headerSegment: Int?
+        var needsComma = true
+        if template.isJSON, case .literal(let start, let end)? = segments.first {
+            var brace = start
+            while brace < end, Self.isWhitespace(literal[brace]) { brace += 1 }
+            if brace < end, literal[brace] == UInt8(ascii: "{") {
+                var after = brace + 1
+                while after < end, Self.isWhitespace(literal[after]) { after += 1 }
+                needsComma = !(after < end && literal[after] == UInt8(ascii: "}"))
+                segments[0] = .literal(start: start, end: brace + 1)
+                if brace + 1 < end { segments.insert(.literal(start: brace + 1, end: end), at: 1) }
+                headerSegment = 1
+            }
+        }
         literalBytes = literal
         self.segments = segments
         choiceRanges = choices
         textHeaderSegment = headerSegment
         textHeaderNeedsComma = needsComma
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
     }
 
     /// Appends the rendered payload to `buffer` (clear it first to reuse it).
@@ -131,8 +146,12 @@ public struct PayloadTemplate: Sendable {
             switch segments[index] {
             case let .literal(start, end):
                 appendBytes(literalBytes, start..<end, to: &buffer)
-            case .clientID:
-                appendBytes(context.clientID, 0..<context.clientID.count, to: &buffer)
+            case .clientID(let escaped):
+                if escaped {
+                    context.clientID.withUnsafeBufferPointer { JSONStringEscaping.append($0, to: &buffer) }
+                } else {
+                    appendBytes(context.clientID, 0..<context.clientID.count, to: &buffer)
+                }
             case .clientIndex:
                 appendDecimal(Int64(context.clientIndex), to: &buffer)
             case .sequence:
@@ -168,154 +187,10 @@ public struct PayloadContext: Sendable {
     }
 }
 
-/// A template that does not compile: what is wrong and where (byte offset of the generator's `{`).
-public struct PayloadTemplateError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let offset: Int
-    public let message: String
-
-    public var description: String { "payload template: \(message) at byte offset \(offset)" }
-}
-
-// MARK: Parsing
-
-extension PayloadTemplate {
-    /// Parses `{name}` or `{name:argument}` starting at `start` (the `{`); returns the segment and the offset
-    /// after the closing `}`.
-    private static func parseGenerator(_ bytes: [UInt8], at start: Int, literal: inout [UInt8],
-                                       choices: inout [Range<Int>]) throws(PayloadTemplateError) -> (Segment, Int) {
-        var offset = start + 1
-        while offset < bytes.count, startsGenerator(bytes[offset]) || isDigit(bytes[offset]) { offset += 1 }
-        let name = String(decoding: bytes[(start + 1)..<offset], as: UTF8.self)
-        var argument: ArraySlice<UInt8>?
-        if offset < bytes.count, bytes[offset] == UInt8(ascii: ":") {
-            let argumentStart = offset + 1
-            offset = argumentStart
-            while offset < bytes.count, bytes[offset] != UInt8(ascii: "}") { offset += 1 }
-            argument = bytes[argumentStart..<min(offset, bytes.count)]
-        }
-        guard offset < bytes.count, bytes[offset] == UInt8(ascii: "}") else {
-            throw PayloadTemplateError(offset: start, message: "unterminated generator '{\(name)' (missing '}')")
-        }
-        let end = offset + 1
-        func noArgument(_ segment: Segment) throws(PayloadTemplateError) -> (Segment, Int) {
-            if argument != nil {
-                throw PayloadTemplateError(offset: start, message: "generator '\(name)' takes no argument")
-            }
-            return (segment, end)
-        }
-        switch name {
-        case "client_id": return try noArgument(.clientID)
-        case "i": return try noArgument(.clientIndex)
-        case "seq": return try noArgument(.sequence)
-        case "ts_ms": return try noArgument(.timestampMilliseconds)
-        case "uuid": return try noArgument(.uuid)
-        case "rand":
-            guard let argument else {
-                throw PayloadTemplateError(offset: start, message: "generator 'rand' needs a range such as {rand:0..180}")
-            }
-            return (try parseRange(argument, at: start), end)
-        case "choice":
-            guard let argument, !argument.isEmpty else {
-                throw PayloadTemplateError(offset: start, message: "generator 'choice' needs options such as {choice:a|b|c}")
-            }
-            let first = choices.count
-            var optionStart = argument.startIndex
-            for index in argument.indices where argument[index] == UInt8(ascii: "|") {
-                choices.append(storeOption(argument[optionStart..<index], in: &literal))
-                optionStart = index + 1
-            }
-            choices.append(storeOption(argument[optionStart...], in: &literal))
-            return (.choice(first: first, count: choices.count - first), end)
-        default:
-            throw PayloadTemplateError(offset: start, message: "unknown generator '\(name)'")
-        }
-    }
-
-    private static func storeOption(_ option: ArraySlice<UInt8>, in literal: inout [UInt8]) -> Range<Int> {
-        let start = literal.count
-        literal.append(contentsOf: option)
-        return start..<literal.count
-    }
-
-    /// `LOW..HIGH`, both integers or decimals (the larger count of fraction digits wins).
-    private static func parseRange(_ argument: ArraySlice<UInt8>, at start: Int) throws(PayloadTemplateError) -> Segment {
-        let text = String(decoding: argument, as: UTF8.self)
-        let bad = PayloadTemplateError(offset: start, message: "bad range '\(text)' (expected LOW..HIGH such as 0..180 or 0.0..1.0)")
-        guard let dots = argument.indices.first(where: { $0 + 1 < argument.endIndex && argument[$0] == UInt8(ascii: ".")
-                                                  && argument[$0 + 1] == UInt8(ascii: ".") }) else { throw bad }
-        guard let low = parseNumber(argument[argument.startIndex..<dots]),
-              let high = parseNumber(argument[(dots + 2)...]) else { throw bad }
-        let digits = max(low.fractionDigits, high.fractionDigits)
-        guard digits <= 9, let lowScaled = low.scaled(to: digits), let highScaled = high.scaled(to: digits) else { throw bad }
-        guard lowScaled <= highScaled else {
-            throw PayloadTemplateError(offset: start, message: "range '\(text)' has its low bound above its high bound")
-        }
-        if digits == 0 { return .randomInteger(low: lowScaled, high: highScaled) }
-        return .randomDecimal(low: lowScaled, high: highScaled, fractionDigits: digits)
-    }
-
-    private struct ParsedNumber {
-        var digits: Int64  // all digits as one integer, sign applied
-        var fractionDigits: Int
-
-        func scaled(to target: Int) -> Int64? {
-            var value = digits
-            for _ in fractionDigits..<target {
-                let (product, overflow) = value.multipliedReportingOverflow(by: 10)
-                if overflow { return nil }
-                value = product
-            }
-            return value
-        }
-    }
-
-    private static func parseNumber(_ text: ArraySlice<UInt8>) -> ParsedNumber? {
-        var index = text.startIndex
-        var negative = false
-        if index < text.endIndex, text[index] == UInt8(ascii: "-") {
-            negative = true
-            index += 1
-        }
-        var value: Int64 = 0
-        var sawDigit = false
-        var fractionDigits = 0
-        var inFraction = false
-        while index < text.endIndex {
-            let byte = text[index]
-            if byte == UInt8(ascii: "."), !inFraction {
-                if !sawDigit { return nil }  // ".5": a digit is required before the point
-                inFraction = true
-            } else if isDigit(byte) {
-                let (product, overflow1) = value.multipliedReportingOverflow(by: 10)
-                let (sum, overflow2) = product.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-                if overflow1 || overflow2 { return nil }
-                value = sum
-                sawDigit = true
-                if inFraction { fractionDigits += 1 }
-            } else {
-                return nil
-            }
-            index += 1
-        }
-        guard sawDigit, !(inFraction && fractionDigits == 0) else { return nil }
-        return ParsedNumber(digits: negative ? -value : value, fractionDigits: fractionDigits)
-    }
-}
+/// A template that does not compile (FleetPayload's error, the one compiler's).
+public typealias PayloadTemplateError = FleetPayload.PayloadTemplateError
 
 // MARK: Byte helpers
-
-@inline(__always)
-private func startsGenerator(_ byte: UInt8) -> Bool {
-    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || byte == UInt8(ascii: "_")
-}
-
-@inline(__always)
-private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-
-@inline(__always)
-private func isWhitespace(_ byte: UInt8) -> Bool {
-    byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
-}
 
 /// Appends a range of `source` with one memcpy (appending an ArraySlice takes a slow generic path).
 @inline(__always)

@@ -13,6 +13,8 @@ public enum LatencyKind: Int, CaseIterable, Sendable {
     case requestResponse
     /// How late the generator sent a message compared with its schedule.
     case scheduleLag
+    /// PINGREQ written to PINGRESP received (keep alive round trip). Last, so the other kinds keep their slots.
+    case pingresp
 
     /// The key used in report.json (`latency_ms.<name>`) and the tag in latency.hlog.
     public var reportName: String {
@@ -29,6 +31,7 @@ public enum LatencyKind: Int, CaseIterable, Sendable {
         case .endToEnd: return "end_to_end"
         case .requestResponse: return "request_response"
         case .scheduleLag: return "schedule_lag"
+        case .pingresp: return "pingresp"
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import FleetMetrics
 
 /// junit.xml: one `<testsuite>` for the run's scenario, one `<testcase>` per threshold (a `<failure>` with the
 /// observed value against the limit when it failed), and a first testcase "run completed" that fails when the run
@@ -102,13 +103,10 @@ enum XML {
 
 /// Formats metric values in their natural unit for people: times (nanoseconds in thresholds) as ms, ratios as %.
 public enum MetricFormat {
-    /// Whether a threshold metric path is a time in nanoseconds.
-    public static func isTime(_ metric: String) -> Bool {
-        (metric.hasPrefix("latency.") && !metric.hasSuffix(".count"))
-            || (metric.hasPrefix("generator.schedule_lag"))
-    }
+    /// Whether a threshold metric path is a time in nanoseconds (by the metric catalog).
+    public static func isTime(_ metric: String) -> Bool { MetricCatalog.unit(of: metric) == .time }
 
-    public static func isRatio(_ metric: String) -> Bool { metric.hasSuffix("_ratio") }
+    public static func isRatio(_ metric: String) -> Bool { MetricCatalog.unit(of: metric) == .ratio }
 
     /// A threshold value (base unit: ns for times, fraction for ratios) as text with its unit.
     public static func format(_ value: Double, metric: String) -> String {

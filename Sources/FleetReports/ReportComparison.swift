@@ -62,6 +62,7 @@ public struct ReportComparison: Sendable {
         var rows: [Row] = []
         func add(_ metric: String, _ unit: String, _ direction: Direction, _ base: Double?, _ cand: Double?,
                  absoluteFloor: Double = 0) {
+            assert(MetricCatalog.metric(metric) != nil, "compare row \(metric) is not in MetricCatalog")
             rows.append(Self.row(metric, unit, direction, base, cand, tolerance: tolerance, absoluteFloor: absoluteFloor))
         }
 
@@ -72,8 +73,11 @@ public struct ReportComparison: Sendable {
         for kind in kinds {
             let base = Self.headline(baseline.latency, kind).map(LatencySummary.init)
             let cand = Self.headline(candidate.latency, kind).map(LatencySummary.init)
+            // Named as thresholds name it (`latency.connack`, not report.json's `connect`).
+            let origin: LatencyOrigin = baseline.latency.histogram(kind, from: .intended).totalCount > 0
+                || candidate.latency.histogram(kind, from: .intended).totalCount > 0 ? .intended : .sent
             for statistic in ["mean", "p50", "p90", "p99", "p999", "max"] {
-                add("latency.\(kind.reportName).\(statistic)", "ms", .lowerIsBetter,
+                add(MetricCatalog.latencyPath(kind: kind, origin: origin, statistic: statistic), "ms", .lowerIsBetter,
                     base?.value(statistic), cand?.value(statistic), absoluteFloor: latencyFloorMilliseconds)
             }
         }
@@ -109,7 +113,7 @@ public struct ReportComparison: Sendable {
             Double(baseline.connections.failed), Double(candidate.connections.failed))
         add("connections.reconnects", "connections", .lowerIsBetter,
             Double(baseline.connections.reconnects), Double(candidate.connections.reconnects))
-        add("generator.dropped_slots", "slots", .lowerIsBetter,
+        add("generator.dropped", "slots", .lowerIsBetter,
             Double(baseline.generator.droppedSlots), Double(candidate.generator.droppedSlots))
         self.rows = rows
     }

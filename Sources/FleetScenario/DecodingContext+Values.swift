@@ -1,3 +1,4 @@
+import FleetPayload
 import FleetJSON
 
 /// Decoders for the value kinds scenarios use. Each returns nil after reporting a problem.

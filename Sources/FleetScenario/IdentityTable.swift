@@ -1,3 +1,4 @@
+import FleetPayload
 #if canImport(Glibc)
 import Glibc
 #endif

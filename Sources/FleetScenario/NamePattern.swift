@@ -1,3 +1,4 @@
+import FleetPayload
 /// A placeholder inside a client-id, topic, username or file pattern.
 public enum NamePlaceholder: String, Equatable, Hashable, Sendable, CaseIterable {
     /// The client id (after its own pattern was expanded).

@@ -1,4 +1,6 @@
+import FleetPayload
 import FleetJSON
+import FleetMetrics
 
 /// Why a scenario could not be loaded: the file is not JSON, or it is JSON but not a valid scenario.
 public enum ScenarioLoadError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -102,11 +104,14 @@ struct ScenarioDecoder {
             stages = list.compactMap { decodeStage($0.0, $0.1, fleets: fleets, embedded: brokers.isEmpty) }
         }
         var thresholds: [Threshold] = []
+        var thresholdPaths: [JSONPath] = []
         if let list = object.optional("thresholds", { context.array($0, $1) }) {
             for (element, path) in list {
                 guard let text = context.string(element, path) else { continue }
                 switch Threshold.parse(text) {
-                case .success(let threshold): thresholds.append(threshold)
+                case .success(let threshold):
+                    thresholds.append(threshold)
+                    thresholdPaths.append(path)
                 case .failure(let failure):
                     context.error(path, failure.message, characterOffset: failure.column - 1)
                 }
@@ -126,8 +131,22 @@ struct ScenarioDecoder {
         let seed = object.optional("seed") { value, path in
             context.integer(value, path, in: 0...Int64.max, what: "a non-negative integer").map { UInt64($0) }
         }
-        return Scenario(name: name, description: description, brokers: brokers, fleets: fleets, stages: stages,
-                        thresholds: thresholds, duration: duration, seed: seed)
+        let scenario = Scenario(name: name, description: description, brokers: brokers, fleets: fleets, stages: stages,
+                                thresholds: thresholds, duration: duration, seed: seed)
+        checkThresholdsProducible(scenario, paths: thresholdPaths)
+        return scenario
+    }
+
+    /// A threshold on a metric this scenario's runs cannot produce would fail every run "not observed": refused.
+    func checkThresholdsProducible(_ scenario: Scenario, paths: [JSONPath]) {
+        let activities = scenario.activities
+        for (threshold, path) in zip(scenario.thresholds, paths) {
+            guard let metric = MetricCatalog.metric(threshold.metric),
+                  case .needs(let activity) = metric.source, !activities.contains(activity) else { continue }
+            let column = threshold.source.prefix { $0 == " " || $0 == "\t" }.count
+            context.error(path, "no run of this scenario produces \(threshold.metric): it needs \(activity.explanation)",
+                          characterOffset: column)
+        }
     }
 
     // MARK: Brokers

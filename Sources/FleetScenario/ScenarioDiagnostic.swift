@@ -1,3 +1,4 @@
+import FleetPayload
 import FleetJSON
 
 /// One problem found in a scenario: where, which JSON path, and what was expected.
@@ -136,36 +137,4 @@ struct ObjectReader {
         }
         return decode(found, path.appending(key))
     }
-}
-
-/// The closest candidate by edit distance, when it is close enough to be a plausible typo.
-func closestMatch(to word: String, among candidates: [String]) -> String? {
-    var best: (candidate: String, distance: Int)? = nil
-    for candidate in candidates {
-        let distance = editDistance(word.lowercased(), candidate.lowercased())
-        if best == nil || distance < best!.distance { best = (candidate, distance) }
-    }
-    guard let best else { return nil }
-    let limit = max(1, min(3, word.count / 3))
-    // A distance equal to the word's length means nothing in common: no suggestion.
-    return best.distance <= limit && best.distance < word.count ? best.candidate : nil
-}
-
-/// Levenshtein distance over characters.
-func editDistance(_ left: String, _ right: String) -> Int {
-    let a = Array(left)
-    let b = Array(right)
-    if a.isEmpty { return b.count }
-    if b.isEmpty { return a.count }
-    var previous = Array(0...b.count)
-    var current = [Int](repeating: 0, count: b.count + 1)
-    for i in 1...a.count {
-        current[0] = i
-        for j in 1...b.count {
-            let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
-        }
-        swap(&previous, &current)
-    }
-    return previous[b.count]
 }

@@ -1,54 +1,5 @@
-/// What a metric measures, which decides the units its threshold value may carry.
-public enum MetricUnit: Equatable, Sendable {
-    /// Nanoseconds; the value needs a time unit (ns, us, ms, s, m, h).
-    case time
-    /// A count or a rate; a plain number.
-    case number
-    /// A ratio 0...1; a plain number or a percentage (`0.1%` is 0.001).
-    case ratio
-}
-
-/// The metric paths thresholds may name, as a table.
-public enum MetricCatalog {
-    public static let latencyKinds = [
-        "tcp_connect", "tls_handshake", "ws_upgrade", "connack", "suback", "unsuback", "puback", "pubrec", "pubcomp",
-        "pingresp", "end_to_end", "end_to_end_actual", "request_response",
-    ]
-    public static let latencyStatistics = ["p50", "p90", "p99", "p999", "max", "mean", "min", "count"]
-    public static let deliveryFields = ["lost", "duplicated", "reordered", "received", "expected", "loss_ratio"]
-    public static let messageFields = ["published", "acked", "received"]
-    public static let ackTimeoutKinds = ["connack", "suback", "unsuback", "puback", "pubrec", "pubcomp", "pingresp", "total"]
-    public static let connectionFields = [
-        "attempted", "succeeded", "failed", "failed_ratio", "reconnects", "peak_connected", "disconnects",
-    ]
-    public static let generatorFields = ["schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max", "dropped"]
-    public static let rateFields = ["published", "received"]
-    public static let requestFields = ["sent", "answered", "timed_out"]
-
-    /// Every valid metric path with its unit.
-    public static let all: [(path: String, unit: MetricUnit)] = {
-        var table: [(String, MetricUnit)] = []
-        for kind in latencyKinds {
-            for statistic in latencyStatistics {
-                table.append(("latency.\(kind).\(statistic)", statistic == "count" ? .number : .time))
-            }
-        }
-        for qos in 0...2 {
-            for field in deliveryFields { table.append(("delivery.qos\(qos).\(field)", field == "loss_ratio" ? .ratio : .number)) }
-            for field in messageFields { table.append(("messages.qos\(qos).\(field)", .number)) }
-        }
-        for kind in ackTimeoutKinds { table.append(("ack_timeouts.\(kind)", .number)) }
-        for field in connectionFields { table.append(("connections.\(field)", field == "failed_ratio" ? .ratio : .number)) }
-        for field in generatorFields { table.append(("generator.\(field)", field == "dropped" ? .number : .time)) }
-        for field in rateFields { table.append(("rates.\(field)", .number)) }
-        for field in requestFields { table.append(("requests.\(field)", .number)) }
-        return table
-    }()
-
-    public static func unit(of path: String) -> MetricUnit? {
-        all.first(where: { $0.path == path })?.unit
-    }
-}
+import FleetPayload
+import FleetMetrics
 
 public enum ComparisonOperator: String, Equatable, Sendable, CaseIterable {
     case less = "<"
@@ -107,9 +58,13 @@ public struct Threshold: Equatable, Sendable, CustomStringConvertible {
         if metric.isEmpty {
             return fail(metricStart, "expected a metric name such as latency.end_to_end.p99")
         }
-        guard let unit = MetricCatalog.unit(of: metric) else {
+        guard let entry = MetricCatalog.metric(metric), entry.threshold else {
             return fail(metricStart, unknownMetricMessage(metric))
         }
+        if case .never(let reason) = entry.source {
+            return fail(metricStart, "no run produces \(metric): \(reason)" + suggestion(for: metric))
+        }
+        let unit = entry.unit
         skipSpaces()
         let operatorStart = index
         while index < characters.count, "<>=!".contains(characters[index]) { index += 1 }
@@ -161,7 +116,7 @@ public struct Threshold: Equatable, Sendable, CustomStringConvertible {
             } else {
                 return fail(unitStart, "\(metric) is a ratio; write a plain number or a percentage such as 0.1%, not '\(unitText)'")
             }
-        case .number:
+        case .number, .text:
             if !unitText.isEmpty {
                 return fail(unitStart, "\(metric) is a plain number; remove the unit '\(unitText)'")
             }
@@ -170,9 +125,16 @@ public struct Threshold: Equatable, Sendable, CustomStringConvertible {
         return .success(Threshold(source: text, metric: metric, unit: unit, comparison: comparison, value: value))
     }
 
+    /// "; did you mean '…'?" with the closest metric a run can produce, or nothing.
+    static func suggestion(for metric: String) -> String {
+        let family = String(metric.prefix { $0 != "." })
+        let candidates = MetricCatalog.all.filter { $0.threshold && $0.source.producible && $0.path.hasPrefix(family + ".") }
+        return closestMatch(to: metric, among: candidates.map(\.path)).map { "; did you mean '\($0)'?" } ?? ""
+    }
+
     static func unknownMetricMessage(_ metric: String) -> String {
         let parts = metric.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        let families = ["latency", "delivery", "messages", "ack_timeouts", "connections", "generator", "rates", "requests"]
+        let families = MetricCatalog.families
         guard let family = parts.first, families.contains(family) else {
             var message = "unknown metric '\(metric)'"
             if let first = parts.first, let suggestion = closestMatch(to: first, among: families) {
@@ -182,7 +144,8 @@ public struct Threshold: Equatable, Sendable, CustomStringConvertible {
             }
             return message
         }
-        let candidates = MetricCatalog.all.map(\.path).filter { $0.hasPrefix(family + ".") }
+        let candidates = MetricCatalog.all.filter { $0.threshold && $0.source.producible }.map(\.path)
+            .filter { $0.hasPrefix(family + ".") }
         var message = "unknown metric '\(metric)'"
         if let suggestion = closestMatch(to: metric, among: candidates) {
             message += "; did you mean '\(suggestion)'?"

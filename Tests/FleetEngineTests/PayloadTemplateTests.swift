@@ -91,17 +91,18 @@ struct PayloadTemplateTests {
     }
 
     @Test("bad templates are rejected with the generator's byte offset", arguments: [
-        ("{\"a\":{speed}}", "payload template: unknown generator 'speed' at byte offset 5"),
-        ("xx{rand:1..", "payload template: unterminated generator '{rand' (missing '}') at byte offset 2"),
-        ("{seq", "payload template: unterminated generator '{seq' (missing '}') at byte offset 0"),
-        ("{rand}", "payload template: generator 'rand' needs a range such as {rand:0..180} at byte offset 0"),
-        ("{rand:1-5}", "payload template: bad range '1-5' (expected LOW..HIGH such as 0..180 or 0.0..1.0) at byte offset 0"),
-        ("{rand:a..5}", "payload template: bad range 'a..5' (expected LOW..HIGH such as 0..180 or 0.0..1.0) at byte offset 0"),
-        ("{rand:1...5}", "payload template: bad range '1...5' (expected LOW..HIGH such as 0..180 or 0.0..1.0) at byte offset 0"),
-        ("{rand:99999999999999999999..1}", "payload template: bad range '99999999999999999999..1' (expected LOW..HIGH such as 0..180 or 0.0..1.0) at byte offset 0"),
-        ("ab{rand:9..1}", "payload template: range '9..1' has its low bound above its high bound at byte offset 2"),
-        ("{choice:}", "payload template: generator 'choice' needs options such as {choice:a|b|c} at byte offset 0"),
-        ("{seq:3}", "payload template: generator 'seq' takes no argument at byte offset 0"),
+        // The messages of FleetPayload's generator parser, the one the scenario layer reports too.
+        ("{\"a\":{speed}}", "payload template: unknown generator '{speed}'; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid} at byte offset 5"),
+        ("xx{rand:1..", "payload template: unclosed '{' (write '{{' for a literal brace) at byte offset 2"),
+        ("{seq", "payload template: unclosed '{' (write '{{' for a literal brace) at byte offset 0"),
+        ("{rand}", "payload template: invalid '{rand}'; expected {rand:LOW..HIGH} at byte offset 0"),
+        ("{rand:1-5}", "payload template: invalid '{rand:1-5}'; expected {rand:LOW..HIGH} with integers or decimals at byte offset 0"),
+        ("{rand:a..5}", "payload template: invalid '{rand:a..5}'; expected {rand:LOW..HIGH} with integers or decimals at byte offset 0"),
+        ("{rand:1...5}", "payload template: invalid '{rand:1...5}'; expected {rand:LOW..HIGH} with integers or decimals at byte offset 0"),
+        ("{rand:99999999999999999999..1}", "payload template: invalid '{rand:99999999999999999999..1}'; expected {rand:LOW..HIGH} with integers or decimals at byte offset 0"),
+        ("ab{rand:9..1}", "payload template: invalid '{rand:9..1}'; LOW must not exceed HIGH at byte offset 2"),
+        ("{choice:}", "payload template: invalid '{choice:}'; expected {choice:a|b|c} with non-empty options at byte offset 0"),
+        ("{seq:3}", "payload template: invalid '{seq:3}'; expected {seq} at byte offset 0"),
     ])
     func errors(template: String, message: String) {
         #expect(throws: PayloadTemplateError.self) { try PayloadTemplate(template) }

@@ -70,7 +70,7 @@ struct ClientCountersTests {
         #expect(DisconnectReason.ackTimeout(.pingresp).reportName == "pingresp_timeout")
         #expect(LatencyKind.allCases.map(\.reportName) == [
             "tcp_connect", "tls_handshake", "ws_upgrade", "connect", "subscribe", "unsubscribe", "puback", "pubrec",
-            "pubcomp", "end_to_end", "request_response", "schedule_lag",
+            "pubcomp", "end_to_end", "request_response", "schedule_lag", "pingresp",
         ])
         #expect(LatencyKind(reportName: "end_to_end") == .endToEnd)
         #expect(LatencyKind(reportName: "nope") == nil)

@@ -110,7 +110,7 @@ struct ReportComparisonTests {
             "delivery.qos1.lost", "delivery.qos1.loss_ratio", "delivery.qos1.duplicated",
             "delivery.qos2.lost", "delivery.qos2.loss_ratio", "delivery.qos2.duplicated",
             "ack_timeouts.puback", "ack_timeouts.pingresp", "ack_timeouts.total",
-            "connections.failed", "connections.reconnects", "generator.dropped_slots",
+            "connections.failed", "connections.reconnects", "generator.dropped",
         ])
     }
 

@@ -53,7 +53,7 @@ struct PayloadTemplateTests {
 
     @Test("bad generators give a reason", arguments: [
         ("{rand:9..1}", "invalid '{rand:9..1}'; LOW must not exceed HIGH"),
-        ("{rand:a..b}", "invalid '{rand:a..b}'; expected {rand:LOW..HIGH} with integers"),
+        ("{rand:a..b}", "invalid '{rand:a..b}'; expected {rand:LOW..HIGH} with integers or decimals"),
         ("{choice:}", "invalid '{choice:}'; expected {choice:a|b|c} with non-empty options"),
         ("x{seq:2}", "invalid '{seq:2}'; expected {seq}"),
         ("{timestamp}", "unknown generator '{timestamp}'; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid}"),

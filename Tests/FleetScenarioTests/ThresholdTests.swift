@@ -1,3 +1,4 @@
+import FleetMetrics
 import Testing
 @testable import FleetScenario
 
@@ -61,12 +62,38 @@ struct ThresholdTests {
         #expect(!exact.evaluate { _ in 1 }.passed)
     }
 
-    @Test("the metric table has every family and kind the README lists")
+    @Test("the metric catalog: one entry per path and per report.json key, every family the README lists")
     func catalog() {
-        #expect(MetricCatalog.all.count == 13 * 8 + 3 * (6 + 3) + 8 + 7 + 4 + 2 + 3)
+        let paths = MetricCatalog.all.map(\.path)
+        #expect(Set(paths).count == paths.count)
+        let reportKeys = MetricCatalog.all.compactMap(\.report)
+        #expect(Set(reportKeys).count == reportKeys.count)
+        #expect(MetricCatalog.families == [
+            "latency", "connections", "messages", "delivery", "ack_timeouts", "rates", "requests", "generator",
+        ])
+        #expect(MetricCatalog.all.filter { $0.threshold && $0.path.hasPrefix("latency.") }.count == 14 * 8)
         #expect(MetricCatalog.unit(of: "latency.request_response.p999") == .time)
+        #expect(MetricCatalog.unit(of: "latency.pingresp.p99") == .time)
         #expect(MetricCatalog.unit(of: "delivery.qos2.reordered") == .number)
         #expect(MetricCatalog.unit(of: "connections.peak_connected") == .number)
         #expect(MetricCatalog.unit(of: "delivery.qos3.lost") == nil)
+        #expect(MetricCatalog.metric("latency.connack.p99")?.report == "latency_ms.connect.p99")
+        #expect(MetricCatalog.metric("latency.end_to_end_actual.p50")?.report == "latency_ms.end_to_end.from_sent.p50")
+        #expect(MetricCatalog.metric(reportKey: "connections.failed_by_reason.refused")?.path == "connections.failed_by_reason.*")
+        #expect(MetricCatalog.metric(reportKey: "generator.dropped_slots")?.path == "generator.dropped")
+    }
+
+    @Test("a metric no run produces is refused with the reason", arguments: [
+        ("messages.qos0.acked == 0", "column 1: no run produces messages.qos0.acked: QoS 0 publishes are never acknowledged; did you mean 'messages.qos1.acked'?"),
+        ("latency.unsuback.p99 < 5ms", "column 1: no run produces latency.unsuback.p99: fleetbench never unsubscribes; did you mean 'latency.suback.p99'?"),
+        ("  ack_timeouts.unsuback == 0", "column 3: no run produces ack_timeouts.unsuback: fleetbench never unsubscribes; did you mean 'ack_timeouts.suback'?"),
+        ("generator.send_path == 1", "column 1: unknown metric 'generator.send_path'; see the metric table in scenarios/README.md"),
+    ])
+    func refusesUnproducible(text: String, message: String) {
+        guard case .failure(let failure) = Threshold.parse(text) else {
+            Issue.record("expected '\(text)' to fail")
+            return
+        }
+        #expect(failure.description == message)
     }
 }

@@ -1,0 +1,316 @@
+/// What a metric measures, which decides the units its threshold value may carry and how people see it.
+public enum MetricUnit: Equatable, Sendable {
+    /// Nanoseconds in thresholds (a threshold value needs a time unit: ns, us, ms, s, m, h); report.json writes
+    /// the `ms` keys in milliseconds and the `_s` keys in seconds.
+    case time
+    /// A count or a rate; a plain number.
+    case number
+    /// A ratio 0...1; a plain number or a percentage (`0.1%` is 0.001).
+    case ratio
+    /// Not a number: a text, flag or list in report.json that says how the run was measured (send path,
+    /// saturation reasons, an encoded histogram). Never a threshold.
+    case text
+}
+
+/// Something a run must do before it can produce a metric. validate refuses a threshold on a metric whose
+/// activity the scenario never has (it would fail every run "not observed").
+public enum RunActivity: String, CaseIterable, Sendable {
+    /// A fleet publishes (publish streams, heartbeats, requests or responses).
+    case publishes
+    /// A fleet publishes at QoS 1 (PUBACK) or QoS 2 (PUBREC, PUBCOMP).
+    case qos1Publishes, qos2Publishes
+    /// A fleet subscribes (subscriptions, a responder's command topic, a requester's reply filter).
+    case subscribes
+    /// A fleet publishes and a fleet subscribes: end-to-end deliveries are possible.
+    case deliveries
+    /// A fleet sends requests to another fleet's responder.
+    case requests
+    /// A broker or a fleet uses TLS (mqtts://, wss://).
+    case tls
+    /// A broker or a fleet uses WebSocket (ws://, wss://).
+    case webSocket
+    /// A fleet's keep alive is on and shorter than the run: a client idle that long sends PINGREQ.
+    case keepAlive
+
+    /// For the refusal message: "… needs <this>".
+    public var explanation: String {
+        switch self {
+        case .publishes: return "a fleet that publishes"
+        case .qos1Publishes: return "a fleet that publishes at QoS 1"
+        case .qos2Publishes: return "a fleet that publishes at QoS 2"
+        case .subscribes: return "a fleet that subscribes"
+        case .deliveries: return "a fleet that publishes and a fleet that subscribes"
+        case .requests: return "a fleet with requests"
+        case .tls: return "a TLS broker or fleet (mqtts://, wss://, \"transport\": \"mqtts\")"
+        case .webSocket: return "a WebSocket broker or fleet (ws://, wss://, \"transport\": \"ws\")"
+        case .keepAlive: return "a fleet whose keepalive is on and shorter than the run (an idle client then pings)"
+        }
+    }
+}
+
+/// Whether, and when, a run produces a metric.
+public enum MetricSource: Equatable, Sendable {
+    /// Every run: counters start at 0, latencies of every connection.
+    case always
+    /// Only a run that does this.
+    case needs(RunActivity)
+    /// No run does: kept because report.json has always written it (schema 1 never removes a key). The text
+    /// says why, for the refusal.
+    case never(String)
+}
+
+/// One metric: its path (what thresholds, compare and people call it), its unit, where report.json holds it and
+/// how a run produces it.
+public struct Metric: Sendable {
+    /// Dotted path, e.g. `latency.end_to_end.p99`. A `*` component stands for any key (reasons, kinds).
+    public let path: String
+    public let unit: MetricUnit
+    /// The dotted key in report.json (`latency_ms.connect.p99`), or nil when the value is derived at run time
+    /// (ratios, rates) and not stored.
+    public let report: String?
+    public let source: MetricSource
+    /// Whether a threshold may name it.
+    public let threshold: Bool
+    /// How a run produces it, for people (scenarios/README.md, docs/report-format.md, errors).
+    public let meaning: String
+
+    /// A metric every run produces.
+    public init(_ path: String, _ unit: MetricUnit, report: String?, threshold: Bool = true, _ meaning: String) {
+        self.init(path, unit, report: report, .always, threshold: threshold, meaning)
+    }
+
+    public init(_ path: String, _ unit: MetricUnit, report: String?, _ source: MetricSource,
+                threshold: Bool = true, _ meaning: String) {
+        self.path = path
+        self.unit = unit
+        self.report = report
+        self.source = source
+        self.threshold = threshold && unit != .text
+        self.meaning = meaning
+    }
+}
+
+/// The one list of every metric a run produces. Threshold parsing and validation, the threshold lookup of a run,
+/// report.json's keys, compare and the way summaries print a value all go through it; tests check that a run
+/// produces every entry and that report.json holds nothing else.
+///
+/// Adding a metric: add its line here (path, unit, report.json key, source, meaning), write it into report.json
+/// under that key, return it from the CLI's RunMetrics.value for a threshold, and describe it in
+/// docs/report-format.md and scenarios/README.md.
+public enum MetricCatalog {
+    /// The latency kinds of `latency.<kind>.<statistic>`: threshold name, recorder kind and origin, report.json
+    /// key (`latency_ms.<key>`), what produces it.
+    public struct LatencyEntry: Sendable {
+        public let name: String
+        public let kind: LatencyKind
+        public let origin: LatencyOrigin
+        public let report: String
+        public let source: MetricSource
+        public let meaning: String
+    }
+
+    public static let latencies: [LatencyEntry] = [
+        LatencyEntry(name: "tcp_connect", kind: .tcpConnect, origin: .sent, report: "tcp_connect", source: .always,
+                     meaning: "TCP connect started to connection established"),
+        LatencyEntry(name: "tls_handshake", kind: .tlsHandshake, origin: .sent, report: "tls_handshake", source: .needs(.tls),
+                     meaning: "TLS handshake started to finished"),
+        LatencyEntry(name: "ws_upgrade", kind: .wsUpgrade, origin: .sent, report: "ws_upgrade", source: .needs(.webSocket),
+                     meaning: "WebSocket upgrade request sent to 101 received"),
+        LatencyEntry(name: "connack", kind: .connect, origin: .sent, report: "connect", source: .always,
+                     meaning: "CONNECT sent to CONNACK received"),
+        LatencyEntry(name: "suback", kind: .subscribe, origin: .sent, report: "subscribe", source: .needs(.subscribes),
+                     meaning: "SUBSCRIBE sent to SUBACK received"),
+        LatencyEntry(name: "unsuback", kind: .unsubscribe, origin: .sent, report: "unsubscribe",
+                     source: .never("fleetbench never unsubscribes"), meaning: "UNSUBSCRIBE sent to UNSUBACK received"),
+        LatencyEntry(name: "puback", kind: .puback, origin: .intended, report: "puback", source: .needs(.qos1Publishes),
+                     meaning: "QoS 1 PUBLISH intended send to PUBACK received"),
+        LatencyEntry(name: "pubrec", kind: .pubrec, origin: .intended, report: "pubrec", source: .needs(.qos2Publishes),
+                     meaning: "QoS 2 PUBLISH intended send to PUBREC received"),
+        LatencyEntry(name: "pubcomp", kind: .pubcomp, origin: .intended, report: "pubcomp", source: .needs(.qos2Publishes),
+                     meaning: "QoS 2 PUBLISH intended send to PUBCOMP received"),
+        LatencyEntry(name: "pingresp", kind: .pingresp, origin: .sent, report: "pingresp", source: .needs(.keepAlive),
+                     meaning: "PINGREQ sent to PINGRESP received"),
+        LatencyEntry(name: "end_to_end", kind: .endToEnd, origin: .intended, report: "end_to_end", source: .needs(.deliveries),
+                     meaning: "intended send to receipt at a subscriber"),
+        LatencyEntry(name: "end_to_end_actual", kind: .endToEnd, origin: .sent, report: "end_to_end.from_sent",
+                     source: .needs(.deliveries), meaning: "actual send to receipt at a subscriber"),
+        LatencyEntry(name: "request_response", kind: .requestResponse, origin: .intended, report: "request_response",
+                     source: .needs(.requests), meaning: "request's intended send to its response received"),
+        LatencyEntry(name: "schedule_lag", kind: .scheduleLag, origin: .intended, report: "schedule_lag",
+                     source: .needs(.publishes), meaning: "how late a message left compared with its schedule"),
+    ]
+
+    /// The statistics of every latency kind, in report.json's order.
+    public static let latencyStatistics = ["count", "min", "mean", "p50", "p90", "p99", "p999", "max"]
+
+    /// Every metric. One line per metric; `perQoS` repeats a line for qos0, qos1 and qos2 (`{q}` in the path).
+    public static let all: [Metric] = latencyMetrics + [
+        // Connections.
+        Metric("connections.attempted", .number, report: "connections.attempted", "connection attempts, reconnects included"),
+        Metric("connections.succeeded", .number, report: "connections.succeeded", "attempts that reached a successful CONNACK"),
+        Metric("connections.failed", .number, report: "connections.failed", "attempts that did not"),
+        Metric("connections.failed_ratio", .ratio, report: nil, "failed ÷ attempted"),
+        Metric("connections.reconnects", .number, report: "connections.reconnects", "attempts after a lost connection"),
+        Metric("connections.peak_connected", .number, report: "connections.peak_connected", "most clients connected at once"),
+        Metric("connections.disconnects", .number, report: nil, "ends of established connections, every reason"),
+        Metric("connections.failed_by_reason.*", .number, report: "connections.failed_by_reason.*", threshold: false,
+               "failed attempts by reason"),
+        Metric("connections.disconnects_by_reason.*", .number, report: "connections.disconnects_by_reason.*", threshold: false,
+               "ends of established connections by reason"),
+    ] + perQoS { q in [
+        // Messages.
+        Metric("messages.qos\(q).published", .number, report: "messages.qos\(q).published", "PUBLISH packets sent at this QoS"),
+        Metric("messages.qos\(q).received", .number, report: "messages.qos\(q).received",
+               "PUBLISH packets received by subscribers at this QoS, duplicates included"),
+    ] } + [
+        Metric("messages.qos1.acked", .number, report: "messages.qos1.acked", .needs(.qos1Publishes), "PUBACKs received"),
+        Metric("messages.qos2.acked", .number, report: "messages.qos2.acked", .needs(.qos2Publishes), "PUBCOMPs received"),
+        Metric("messages.qos0.acked", .number, report: nil, .never("QoS 0 publishes are never acknowledged"),
+               "(no such count)"),
+        Metric("messages.bytes_in", .number, report: "messages.bytes_in", "bytes read from brokers"),
+        Metric("messages.bytes_out", .number, report: "messages.bytes_out", "bytes written to brokers"),
+    ] + perQoS { q in [
+        // Delivery accounting of the streams published at this QoS.
+        Metric("delivery.qos\(q).expected", .number, report: "delivery.qos\(q).expected", "messages subscribers should receive"),
+        Metric("delivery.qos\(q).received", .number, report: "delivery.qos\(q).received", "arrivals, duplicates included"),
+        Metric("delivery.qos\(q).unique", .number, report: "delivery.qos\(q).unique", "distinct messages received"),
+        Metric("delivery.qos\(q).lost", .number, report: "delivery.qos\(q).lost", "expected but never received"),
+        Metric("delivery.qos\(q).duplicated", .number, report: "delivery.qos\(q).duplicated", "arrivals of a message already received"),
+        Metric("delivery.qos\(q).reordered", .number, report: "delivery.qos\(q).reordered", "arrivals below the highest sequence seen"),
+        Metric("delivery.qos\(q).unexpected", .number, report: "delivery.qos\(q).unexpected", "more distinct messages than published"),
+        Metric("delivery.qos\(q).out_of_range", .number, report: "delivery.qos\(q).out_of_range", "arrivals beyond the tracker's limit"),
+        Metric("delivery.qos\(q).rejected", .number, report: "delivery.qos\(q).rejected", "arrivals with an out-of-range stream"),
+        Metric("delivery.qos\(q).loss_ratio", .ratio, report: nil, "lost ÷ expected"),
+    ] } + AckKind.allCases.map { kind in
+        // Ack timeouts.
+        Metric("ack_timeouts.\(kind.reportName)", .number, report: "ack_timeouts.\(kind.reportName)",
+               kind == .unsuback ? .never("fleetbench never unsubscribes") : .always,
+               "\(kind.reportName.uppercased()) not received before its deadline")
+    } + [
+        Metric("ack_timeouts.total", .number, report: "ack_timeouts.total", "every ack timeout"),
+        Metric("ack_timeouts.timeouts_s.*", .time, report: "ack_timeouts.timeouts_s.*", threshold: false,
+               "the deadline used for each ack kind (s)"),
+        // Rates.
+        Metric("rates.published", .number, report: nil, .needs(.publishes), "messages published per second of the publishing phase"),
+        Metric("rates.received", .number, report: nil, .needs(.publishes), "messages received per second of the publishing phase"),
+        // Requests.
+        Metric("requests.sent", .number, report: nil, "requests published"),
+        Metric("requests.answered", .number, report: nil, "responses received"),
+        Metric("requests.timed_out", .number, report: nil, "requests without a response before their timeout"),
+        // The generator's own health.
+        Metric("generator.schedule_lag_p50", .time, report: "generator.schedule_lag_ms.p50", "median schedule lag"),
+        Metric("generator.schedule_lag_p99", .time, report: "generator.schedule_lag_ms.p99", "schedule lag, 99th percentile"),
+        Metric("generator.schedule_lag_max", .time, report: "generator.schedule_lag_ms.max", "largest schedule lag"),
+        Metric("generator.dropped", .number, report: "generator.dropped_slots",
+               "scheduled publishes skipped because the client could not send in time"),
+        Metric("generator.abandoned_publishes", .number, report: "generator.abandoned_publishes",
+               "QoS 1/2 publishes still unacknowledged when the run ended"),
+        Metric("generator.foreign_messages", .number, report: "generator.foreign_messages",
+               "messages received without a fleetbench header or for an unknown stream"),
+        Metric("generator.receive_coalescing_pauses", .number, report: "generator.receive_coalescing_pauses",
+               "times a lane paused between reads under heavy receive load"),
+        Metric("generator.cpu_s", .time, report: "generator.cpu_s", threshold: false, "CPU time of the fleetbench process (s)"),
+        Metric("generator.peak_rss_bytes", .number, report: "generator.peak_rss_bytes", threshold: false,
+               "peak resident memory of the fleetbench process"),
+        Metric("generator.lanes", .number, report: "generator.lanes", threshold: false, "event-loop lanes"),
+        Metric("generator.receive_coalescing_us", .number, report: "generator.receive_coalescing_us", threshold: false,
+               "the receive coalescing setting (µs)"),
+        Metric("generator.saturated", .text, report: "generator.saturated", "whether the generator limited the run"),
+        Metric("generator.saturation_reasons", .text, report: "generator.saturation_reasons", "why"),
+        Metric("generator.send_path", .text, report: "generator.send_path", "io_uring, send or io_uring+send"),
+        Metric("generator.io_uring_unavailable", .text, report: "generator.io_uring_unavailable", "why io_uring was not used"),
+        Metric("generator.source_addresses", .text, report: "generator.source_addresses", "local addresses clients bound to"),
+    ]
+
+    /// `latency.<kind>.<statistic>` for every kind and statistic, plus report.json's own keys of each kind.
+    static var latencyMetrics: [Metric] {
+        var metrics: [Metric] = []
+        for entry in latencies {
+            for statistic in latencyStatistics {
+                metrics.append(Metric("latency.\(entry.name).\(statistic)", statistic == "count" ? .number : .time,
+                                      report: "latency_ms.\(entry.report).\(statistic)", entry.source,
+                                      "\(entry.meaning): \(statistic == "count" ? "samples" : statistic)"))
+            }
+            if entry.origin == .sent && entry.report.hasSuffix(".from_sent") { continue }
+            metrics.append(Metric("latency.\(entry.name).origin", .text, report: "latency_ms.\(entry.report).origin",
+                                  entry.source, "what the figures are measured from: intended or sent"))
+            metrics.append(Metric("latency.\(entry.name).hdr", .text, report: "latency_ms.\(entry.report).hdr",
+                                  entry.source, "the histogram, HdrHistogram V2 compressed, base64"))
+            // Schedule lag has no actual-send twin (it is the gap between the two).
+            let hasActualTwin = entry.origin == .intended && entry.kind != .scheduleLag
+            if hasActualTwin, !latencies.contains(where: { $0.report == entry.report + ".from_sent" }) {
+                // The actual-send-time twin report.json writes beside the headline; end_to_end has its own entry
+                // (end_to_end_actual), the others are in the report only.
+                for statistic in latencyStatistics {
+                    metrics.append(Metric("latency.\(entry.name).from_sent.\(statistic)", statistic == "count" ? .number : .time,
+                                          report: "latency_ms.\(entry.report).from_sent.\(statistic)", entry.source,
+                                          threshold: false, "\(entry.meaning), from the actual send: \(statistic)"))
+                }
+            }
+            if hasActualTwin {
+                metrics.append(Metric("latency.\(entry.name).from_sent.hdr", .text,
+                                      report: "latency_ms.\(entry.report).from_sent.hdr", entry.source,
+                                      "the actual-send-time histogram"))
+            }
+        }
+        return metrics
+    }
+
+    static func perQoS(_ lines: (Int) -> [Metric]) -> [Metric] { (0...2).flatMap(lines) }
+
+    /// The metric a threshold may name at `path`, if any.
+    public static func metric(_ path: String) -> Metric? { byPath[path] }
+
+    private static let byPath: [String: Metric] = {
+        var table: [String: Metric] = [:]
+        for metric in all { table[metric.path] = metric }
+        return table
+    }()
+
+    /// The catalog entry holding a report.json key (dotted, `fleets[]` already stripped), if any.
+    public static func metric(reportKey key: String) -> Metric? {
+        if let exact = byReport[key] { return exact }
+        let parts = key.split(separator: ".", omittingEmptySubsequences: false)
+        return all.first { metric in
+            guard let pattern = metric.report?.split(separator: ".", omittingEmptySubsequences: false),
+                  pattern.count == parts.count else { return false }
+            return zip(pattern, parts).allSatisfy { $0 == "*" || $0 == $1 }
+        }
+    }
+
+    private static let byReport: [String: Metric] = {
+        var table: [String: Metric] = [:]
+        for metric in all { if let report = metric.report, !report.contains("*") { table[report] = metric } }
+        return table
+    }()
+
+    /// The unit of a metric path (nil when there is no such metric).
+    public static func unit(of path: String) -> MetricUnit? { byPath[path]?.unit }
+
+    /// The latency entry of a threshold kind name (`connack`, `end_to_end_actual`, ...).
+    public static func latency(named name: String) -> LatencyEntry? { latencies.first { $0.name == name } }
+
+    /// The threshold path of a latency statistic from a report kind (`connect`, `p99` → `latency.connack.p99`).
+    public static func latencyPath(kind: LatencyKind, origin: LatencyOrigin, statistic: String) -> String {
+        let entry = latencies.first { $0.kind == kind && $0.origin == origin } ?? latencies.first { $0.kind == kind }
+        return "latency.\(entry?.name ?? kind.reportName).\(statistic)"
+    }
+
+    /// Families (first path component) in catalog order.
+    public static let families: [String] = {
+        var seen: [String] = []
+        for metric in all {
+            let family = String(metric.path.prefix { $0 != "." })
+            if !seen.contains(family) { seen.append(family) }
+        }
+        return seen
+    }()
+}
+
+extension MetricSource {
+    /// False for `.never`: no run produces the metric.
+    public var producible: Bool {
+        if case .never = self { return false }
+        return true
+    }
+}
