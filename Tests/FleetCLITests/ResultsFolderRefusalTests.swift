@@ -1,3 +1,4 @@
+import FleetBroker
 import Foundation
 import Testing
 
@@ -5,6 +6,25 @@ import Testing
 /// written folder (the run would otherwise be measured and then lost).
 @Suite("results folder refused before the run")
 struct ResultsFolderRefusalTests {
+    /// The binary under `prlimit --fsize`: every file it writes is limited to `bytes`.
+    static func runWithFileSizeLimit(_ bytes: Int, _ arguments: [String]) throws -> RunEndToEndTests.Outcome {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        process.arguments = ["--fsize=\(bytes)", try RunEndToEndTests.binary()] + arguments
+        process.currentDirectoryURL = RunEndToEndTests.root
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return RunEndToEndTests.Outcome(
+            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+            error: String(decoding: errorData, as: UTF8.self))
+    }
+
     static func scenario(in work: String) throws -> String {
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         let path = work + "/one.json"
@@ -38,5 +58,28 @@ struct ResultsFolderRefusalTests {
         #expect(outcome.error.hasPrefix("fleetbench: cannot write results to /proc/fleetbench-results: cannot create the folder: "))
         #expect(outcome.error.hasSuffix("; nothing was run\n"))
         #expect(!outcome.output.contains("running"))
+    }
+
+    @Test("results that cannot be written whole (file size limit) leave the previous report.json intact: exit 1, the reason")
+    func failedWriteLeavesThePreviousReport() throws {
+        let work = RunEndToEndTests.temporaryDirectory("results-too-large")
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let scenario = try Self.scenario(in: work)
+        // An outside broker: the embedded one would inherit the limit and be killed writing its log.
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let results = work + "/results"
+        try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
+        let previous = #"{"schema": "fleetbench.report/1", "previous": true}"#
+        try previous.write(toFile: results + "/report.json", atomically: true, encoding: .utf8)
+
+        // report.json of this run is larger than 1 KiB, so its write fails part way with EFBIG.
+        let outcome = try Self.runWithFileSizeLimit(
+            1024, ["run", scenario, "--broker", broker.url, "--out", results, "--quiet"])
+        #expect(outcome.status == 1, "\(outcome.output)\n\(outcome.error)")
+        #expect(outcome.error.contains(
+            "fleetbench: cannot write results to \(results): cannot write \(results)/report.json: File too large\n"))
+        #expect(try String(contentsOfFile: results + "/report.json", encoding: .utf8) == previous)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: results) == ["report.json"])
     }
 }
