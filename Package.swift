@@ -53,8 +53,8 @@ let package = Package(
         .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "CZlib"]),
         .target(
             name: "FleetCLI",
-            dependencies: ["FleetEngine", "FleetScenario", "FleetReports", "FleetMetrics", "FleetBroker", "FleetJSON",
-                           "FleetTransport", "MQTTCodec", "MQTTSession", "COpenSSL"]),
+            dependencies: ["FleetEngine", "FleetScenario", "FleetPayload", "FleetReports", "FleetMetrics", "FleetBroker",
+                           "FleetJSON", "FleetTransport", "MQTTCodec", "MQTTSession", "COpenSSL"]),
         .executableTarget(name: "fleetbench", dependencies: ["FleetCLI"]),
         // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
         .target(name: "FleetBroker"),
@@ -86,6 +86,9 @@ let package = Package(
         .executableTarget(
             name: "IdentityBenchmark", dependencies: ["FleetTransport", "FleetScenario", "FleetBroker"],
             path: "Benchmarks/IdentityBenchmark"),
+        .executableTarget(
+            name: "PayloadBenchmark", dependencies: ["FleetEngine", "CAllocCounter"],
+            path: "Benchmarks/PayloadBenchmark"),
         .executableTarget(
             name: "EngineBenchmark",
             dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],

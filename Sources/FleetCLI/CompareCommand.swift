@@ -2,17 +2,21 @@ import FleetReports
 import FleetScenario
 import Foundation
 
-/// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms] [--format table|markdown|json]`:
-/// what got worse or better between two runs; exit 99 when something regressed beyond the tolerance (for CI).
+/// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms] [--format table|markdown|json]
+/// [--all]`: whether the runs are like for like, then what got worse or better between them; exit 99 when something
+/// regressed beyond the tolerance (for CI).
 struct CompareCommand {
     static let help = """
         Usage: fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms]
-                                  [--format table|markdown|json] [--output FILE]
+                                  [--format table|markdown|json] [--output FILE] [--all]
 
-        Compares two runs (report.json files, or results folders holding one): latency percentiles, publish and
-        receive rates, losses, duplicates, ack timeouts, connect failures. Each metric is better, same, worse
-        (within the tolerance) or a regression (worse beyond it; any rise from zero is a regression). A latency
-        worse by at most the latency floor is never a regression.
+        Compares two runs (report.json files, or results folders holding one). It says first what differs
+        between the runs (scenario and its settings, brokers, fleetbench version, duration, seed, machine) and
+        whether they are like for like, then compares latency percentiles, publish and receive rates, losses,
+        duplicates, ack timeouts and connect failures. Each metric is better, same, worse (within the tolerance)
+        or a regression (worse beyond it; any rise from zero in a count is a regression). A latency is a
+        regression only when worse beyond the latency floor and beyond what chance explains between two runs;
+        a percentile needs enough samples to exist (p99 100, p999 1,000), else it says "too few samples".
 
         Options:
           --tolerance PCT     allowed worsening before a regression, in percent (default 10%)
@@ -20,6 +24,8 @@ struct CompareCommand {
                               (default 1ms, the engine's timing resolution; 0 disables)
           --format FORMAT     table (default), markdown (for a CI comment) or json
           --output FILE       also write the comparison to FILE in the chosen format
+          --all               every row: also the mean, p90 and p999 of each latency (by default p50, p99,
+                              max, counts and rates; regressions first). JSON always has every row
           -h, --help          show this help
 
         Exit codes: 0 no regression, 2 usage error, 65 a report missing or unreadable, 99 a regression beyond the
@@ -36,6 +42,7 @@ struct CompareCommand {
     var latencyFloorMilliseconds = ReportComparison.defaultLatencyFloorMilliseconds
     var format: Format = .table
     var output: String?
+    var all = false
 
     /// Parses the arguments after `compare`; nil for --help.
     static func parse(_ arguments: [String]) throws(UsageError) -> CompareCommand? {
@@ -44,6 +51,7 @@ struct CompareCommand {
         var latencyFloor = ReportComparison.defaultLatencyFloorMilliseconds
         var format = Format.table
         var output: String?
+        var all = false
         var index = 0
         func value(_ option: String) throws(UsageError) -> String {
             if let equals = arguments[index].firstIndex(of: "=") {
@@ -75,8 +83,10 @@ struct CompareCommand {
                 format = parsed
             case "--output":
                 output = try value("--output")
+            case "--all":
+                all = true
             default:
-                if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for compare") }
+                if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "compare", help: help) }
                 paths.append(argument)
             }
             index += 1
@@ -85,7 +95,7 @@ struct CompareCommand {
             throw UsageError("compare needs a baseline and a candidate report, got \(paths.count) path\(paths.count == 1 ? "" : "s")")
         }
         return CompareCommand(baseline: paths[0], candidate: paths[1], tolerance: tolerance,
-                              latencyFloorMilliseconds: latencyFloor, format: format, output: output)
+                              latencyFloorMilliseconds: latencyFloor, format: format, output: output, all: all)
     }
 
     /// `--latency-floor` (compare and run): `0` or a duration such as `500us` or `1ms`, in milliseconds.
@@ -118,8 +128,8 @@ struct CompareCommand {
                                           latencyFloorMilliseconds: latencyFloorMilliseconds)
         let text: String
         switch format {
-        case .table: text = comparison.table()
-        case .markdown: text = comparison.markdown()
+        case .table: text = comparison.table(all: all)
+        case .markdown: text = comparison.markdown(all: all)
         case .json: text = comparison.json()
         }
         console.write(text, to: console.outputDescriptor)

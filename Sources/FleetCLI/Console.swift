@@ -1,3 +1,4 @@
+import FleetPayload
 import Glibc
 
 /// Where commands write. Writes go straight to file descriptors: the C `stdout`/`stderr` globals are shared
@@ -28,8 +29,46 @@ public struct Console: Sendable {
     }
 }
 
-/// A command line that cannot be understood: printed with the command's usage, exit code 2.
+/// A command line that cannot be understood: exit code 2. Printed with the command's usage, except for an
+/// unknown option, where the closest option says more than a screen of help.
 struct UsageError: Error {
     let message: String
+    /// Whether the command's whole help follows the message.
+    var showsHelp = true
     init(_ message: String) { self.message = message }
+
+    /// `unknown option '--qiuet' for run; did you mean '--quiet'?`, the options being those the help names.
+    static func unknownOption(_ argument: String, command: String, help: String) -> UsageError {
+        let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+        var message = "unknown option '\(argument)' for \(command)"
+        if let suggestion = closestMatch(to: name, among: options(in: help)) { message += "; did you mean '\(suggestion)'?" }
+        var error = UsageError(message)
+        error.showsHelp = false
+        return error
+    }
+
+    /// Every option a help text names (`--tolerance`, `-h`): the help is the one list of options there is.
+    static func options(in help: String) -> [String] {
+        var found: [String] = []
+        for word in help.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "[" || $0 == "]" || $0 == "," }) {
+            let option = word.prefix { $0.isLetter || $0.isNumber || $0 == "-" }
+            let isLong = option.hasPrefix("--") && option.count > 2
+            let isShort = option.count == 2 && option.hasPrefix("-") && option.last!.isLetter
+            guard isLong || isShort else { continue }
+            let text = String(option)
+            if !found.contains(text) { found.append(text) }
+        }
+        return found
+    }
+}
+
+extension Console {
+    /// A usage error of `command`: its message, then the command's help or a pointer to it.
+    func usageError(_ error: UsageError, command: String, help: String) {
+        if error.showsHelp {
+            self.error("fleetbench \(command): \(error.message)\n\n\(help)")
+        } else {
+            self.error("fleetbench \(command): \(error.message)\n`fleetbench \(command) --help` lists every option.")
+        }
+    }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FleetPayload
 
 /// The `fleetbench` command: parses the first word and hands over to a command.
 public enum FleetCommandLine {
@@ -53,7 +54,7 @@ public enum FleetCommandLine {
                 }
                 return command.run(output: console)
             } catch {
-                console.error("fleetbench validate: \(error.message)\n\n\(ValidateCommand.help)")
+                console.usageError(error, command: "validate", help: ValidateCommand.help)
                 return .usage
             }
         case "run":
@@ -64,7 +65,7 @@ public enum FleetCommandLine {
                 }
                 return command.run(console: console)
             } catch {
-                console.error("fleetbench run: \(error.message)\n\n\(RunCommand.help)")
+                console.usageError(error, command: "run", help: RunCommand.help)
                 return .usage
             }
         // MARK: report and compare (wt-reports)
@@ -76,7 +77,7 @@ public enum FleetCommandLine {
                 }
                 return command.run(console: console)
             } catch {
-                console.error("fleetbench report: \(error.message)\n\n\(ReportCommand.help)")
+                console.usageError(error, command: "report", help: ReportCommand.help)
                 return .usage
             }
         case "compare":
@@ -87,14 +88,34 @@ public enum FleetCommandLine {
                 }
                 return command.run(console: console)
             } catch {
-                console.error("fleetbench compare: \(error.message)\n\n\(CompareCommand.help)")
+                console.usageError(error, command: "compare", help: CompareCommand.help)
                 return .usage
             }
         // MARK: end of report and compare
         default:
-            console.error("fleetbench: unknown command '\(first)'\n\n\(usage)")
+            console.error(unknownCommand(first))
             return .usage
         }
+    }
+
+    /// The commands, in the order the usage lists them.
+    static let commands = ["run", "validate", "report", "compare", "help", "version"]
+
+    /// `unknown command 'valdate'; did you mean 'validate'?`: the closest command rather than the whole usage.
+    static func unknownCommand(_ word: String, in context: String = "fleetbench") -> String {
+        if word.hasPrefix("-") {
+            let options = UsageError.options(in: usage)
+            var message = "\(context): unknown option '\(word)'"
+            if let suggestion = closestMatch(to: word, among: options) { message += "; did you mean '\(suggestion)'?" }
+            return message + "\n`fleetbench --help` lists the commands and options."
+        }
+        var message = "\(context): unknown command '\(word)'"
+        if let suggestion = closestMatch(to: word, among: commands) {
+            message += "; did you mean '\(suggestion)'?"
+        } else {
+            message += " (commands: \(commands.joined(separator: ", ")))"
+        }
+        return message + "\n`fleetbench --help` describes them."
     }
 
     static func help(for command: String?, console: Console) -> ExitCode {
@@ -110,7 +131,7 @@ public enum FleetCommandLine {
         case "compare":
             console.print(CompareCommand.help)
         default:
-            console.error("fleetbench help: unknown command '\(command!)'\n\n\(usage)")
+            console.error(unknownCommand(command!, in: "fleetbench help"))
             return .usage
         }
         return .success

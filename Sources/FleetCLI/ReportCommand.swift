@@ -23,7 +23,7 @@ struct ReportCommand {
         var paths: [String] = []
         for argument in arguments {
             if argument == "-h" || argument == "--help" { return nil }
-            if argument.hasPrefix("-") && argument != "-" { throw UsageError("unknown option '\(argument)' for report") }
+            if argument.hasPrefix("-") && argument != "-" { throw UsageError.unknownOption(argument, command: "report", help: help) }
             paths.append(argument)
         }
         guard paths.count == 1 else {

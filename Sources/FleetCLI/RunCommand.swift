@@ -40,6 +40,7 @@ struct RunCommand {
           --tolerance PCT         allowed worsening against the baseline (default 10%)
           --latency-floor D       latency changes up to D against the baseline are not regressions,
                                   whatever their percentage (default 1ms; 0 disables)
+          --all                   with --baseline: every row of the comparison, not only the key ones
           --quiet                 print only the summary
           -h, --help              show this help
 
@@ -68,6 +69,8 @@ struct RunCommand {
     /// --latency-floor, for the baseline comparison.
     var latencyFloorMilliseconds = ReportComparison.defaultLatencyFloorMilliseconds
     var quiet = false
+    /// --all: every row of the baseline comparison.
+    var allRows = false
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
         var command = RunCommand()
@@ -136,8 +139,9 @@ struct RunCommand {
             case "--latency-floor":
                 command.latencyFloorMilliseconds = try CompareCommand.parseLatencyFloor(try value(argument))
             case "--quiet": command.quiet = true
+            case "--all": command.allRows = true
             default:
-                if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)' for run") }
+                if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "run", help: help) }
                 positional.append(argument)
             }
             index += 1
@@ -195,7 +199,7 @@ struct RunCommand {
         }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
         let startedAt = Date()
-        let directory = outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))"
+        let directory = ResultsFolder.absolute(outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))")
         if let problem = ResultsFolder.writabilityProblem(directory) {
             console.error("fleetbench: cannot write results to \(directory): \(problem); nothing was run")
             return .runtimeFailure
@@ -403,7 +407,7 @@ struct RunCommand {
         if let baselineReport {
             let comparison = ReportComparison(baseline: baselineReport, candidate: report, tolerance: tolerance,
                                               latencyFloorMilliseconds: latencyFloorMilliseconds)
-            console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table())
+            console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table(all: allRows))
             regressed = comparison.hasRegression
         }
         return report.thresholds.allSatisfy(\.passed) && !regressed ? .success : .thresholdsFailed

@@ -38,7 +38,7 @@ struct ValidateCommand {
                 if argument.hasPrefix("--set=") {
                     command.overrides.append(String(argument.dropFirst("--set=".count)))
                 } else if argument.hasPrefix("-") {
-                    throw UsageError("unknown option '\(argument)' for validate")
+                    throw UsageError.unknownOption(argument, command: "validate", help: help)
                 } else {
                     command.files.append(argument)
                 }

@@ -4,7 +4,7 @@ import FleetJSON
 /// Decoders for the value kinds scenarios use. Each returns nil after reporting a problem.
 extension DecodingContext {
     func string(_ value: JSONValue, _ path: JSONPath) -> String? {
-        guard case .string(let text) = value else {
+        guard let text = text(of: value, path) else {
             expected("a string", path, got: value)
             return nil
         }
@@ -18,6 +18,38 @@ extension DecodingContext {
             return nil
         }
         return text
+    }
+
+    /// A string value; or, where a `--set` put a bare number or boolean (`--set name=2024`), the text the user
+    /// typed: the key expects a string, so the value is taken as one rather than refused for lack of shell quotes.
+    func text(of value: JSONValue, _ path: JSONPath) -> String? {
+        switch value {
+        case .string(let text): return text
+        case .integer, .real, .bool: return overrideText(at: path)
+        default: return nil
+        }
+    }
+
+    /// MQTT's protocol version as the scenario format spells it ("3.1", "3.1.1", "5"), or as users type it
+    /// unquoted: the numbers 3.1 and 5, and 4, the protocol level byte MQTT 3.1.1 sends in its CONNECT.
+    func protocolVersion(_ value: JSONValue, _ path: JSONPath) -> ProtocolVersion? {
+        switch value {
+        case .integer(4): return .v3_1_1
+        case .integer(5): return .v5
+        case .real(let number) where number == 3.1: return .v3_1
+        case .real(let number) where number == 5: return .v5
+        case .string("4"): return .v3_1_1
+        case .string(let text):
+            if let version = ProtocolVersion(rawValue: text) { return version }
+        default: break
+        }
+        let names = ProtocolVersion.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        var message = "expected one of \(names) (or the number 3.1, 4 or 5), got \(value.kindDescription)"
+        if case .string(let text) = value, let suggestion = closestMatch(to: text, among: ProtocolVersion.allCases.map(\.rawValue)) {
+            message += "; did you mean '\(suggestion)'?"
+        }
+        error(path, message)
+        return nil
     }
 
     func bool(_ value: JSONValue, _ path: JSONPath) -> Bool? {
@@ -46,7 +78,7 @@ extension DecodingContext {
     }
 
     func duration(_ value: JSONValue, _ path: JSONPath, allowZero: Bool = true) -> TimeSpan? {
-        guard case .string(let text) = value else {
+        guard let text = text(of: value, path) else {
             expected("a duration such as \"250ms\", \"30s\" or \"5m\"", path, got: value)
             return nil
         }
@@ -90,7 +122,7 @@ extension DecodingContext {
 
     func choice<T>(_ value: JSONValue, _ path: JSONPath, _ options: [(String, T)]) -> T? {
         let names = options.map { "\"\($0.0)\"" }.joined(separator: ", ")
-        guard case .string(let text) = value else {
+        guard let text = text(of: value, path) else {
             expected("one of \(names)", path, got: value)
             return nil
         }

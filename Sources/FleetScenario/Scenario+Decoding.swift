@@ -333,11 +333,7 @@ struct ScenarioDecoder {
             }
             fleet.clientID = pattern
         }
-        fleet.protocolVersion = object.optional("protocol", { value, path in
-            // `--set fleets.x.protocol=5` arrives as the JSON number 5; accept it rather than make users quote it.
-            if case .integer(5) = value { return ProtocolVersion.v5 }
-            return context.choice(value, path, ProtocolVersion.allCases.map { ($0.rawValue, $0) })
-        }) ?? .v3_1_1
+        fleet.protocolVersion = object.optional("protocol", { context.protocolVersion($0, $1) }) ?? .v3_1_1
         let isV5 = fleet.protocolVersion == .v5
         fleet.transport = object.optional("transport") { context.choice($0, $1, BrokerTransport.allCases.map { ($0.rawValue, $0) }) }
         if let keepalive = object.optional("keepalive", { context.duration($0, $1) }) {

@@ -78,6 +78,14 @@ final class DecodingContext {
         return ("\(document.file):\(position.line):\(position.column)", (position.line, position.column, 0))
     }
 
+    /// The value text of the last `--set` that replaced exactly this path (`fleets.a.protocol=3.1` → `3.1`).
+    func overrideText(at path: JSONPath) -> String? {
+        guard let argument = overriddenPaths.last(where: { $0.path == path })?.argument,
+            let equals = argument.firstIndex(of: "=")
+        else { return nil }
+        return String(argument[argument.index(after: equals)...])
+    }
+
     func error(_ path: JSONPath, _ message: String, atKey: Bool = false, characterOffset: Int? = nil) {
         let found = location(of: path, atKey: atKey, characterOffset: characterOffset)
         entries.append((found.order, ScenarioDiagnostic(location: found.text, path: path, message: message)))

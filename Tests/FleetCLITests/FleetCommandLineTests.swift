@@ -43,9 +43,43 @@ struct FleetCommandLineTests {
         #expect(Self.run([]).code == .usage)
         let unknown = Self.run(["frobnicate"])
         #expect(unknown.code == .usage)
-        #expect(unknown.error.hasPrefix("fleetbench: unknown command 'frobnicate'\n"))
+        #expect(unknown.error.hasPrefix("fleetbench: unknown command 'frobnicate' (commands: "))
         #expect(Self.run(["validate"]).error.hasPrefix("fleetbench validate: validate needs at least one scenario file\n"))
         #expect(Self.run(["validate", "--bogus", "x.json"]).code == .usage)
+    }
+
+    @Test("an unknown command or option names the closest one instead of printing the whole help", arguments: [
+        (["valdate", "x.json"], "fleetbench: unknown command 'valdate'; did you mean 'validate'?\n`fleetbench --help` describes them.\n"),
+        (["comapre"], "fleetbench: unknown command 'comapre'; did you mean 'compare'?\n`fleetbench --help` describes them.\n"),
+        (["frobnicate"], "fleetbench: unknown command 'frobnicate' (commands: run, validate, report, compare, help, version)\n"
+            + "`fleetbench --help` describes them.\n"),
+        (["--verison"], "fleetbench: unknown option '--verison'; did you mean '--version'?\n`fleetbench --help` lists the commands and options.\n"),
+        (["help", "rnu"], "fleetbench help: unknown command 'rnu' (commands: run, validate, report, compare, help, version)\n"
+            + "`fleetbench --help` describes them.\n"),
+        (["help", "reprot"], "fleetbench help: unknown command 'reprot'; did you mean 'report'?\n`fleetbench --help` describes them.\n"),
+        (["run", "x.json", "--qiuet"], "fleetbench run: unknown option '--qiuet' for run; did you mean '--quiet'?\n"
+            + "`fleetbench run --help` lists every option.\n"),
+        (["run", "x.json", "--baseine", "b"], "fleetbench run: unknown option '--baseine' for run; did you mean '--baseline'?\n"
+            + "`fleetbench run --help` lists every option.\n"),
+        (["validate", "--sett", "a=1", "x.json"], "fleetbench validate: unknown option '--sett' for validate; did you mean '--set'?\n"
+            + "`fleetbench validate --help` lists every option.\n"),
+        (["compare", "a", "b", "--toleranse=5%"], "fleetbench compare: unknown option '--toleranse=5%' for compare; did you mean '--tolerance'?\n"
+            + "`fleetbench compare --help` lists every option.\n"),
+        (["report", "--hepl"], "fleetbench report: unknown option '--hepl' for report; did you mean '--help'?\n"
+            + "`fleetbench report --help` lists every option.\n"),
+    ])
+    func didYouMean(arguments: [String], error: String) {
+        let result = Self.run(arguments)
+        #expect(result.code == .usage)
+        #expect(result.error == error)
+        #expect(result.output == "")
+    }
+
+    @Test("the options of a command are read from its help")
+    func optionsFromHelp() {
+        #expect(UsageError.options(in: CompareCommand.help)
+            == ["--tolerance", "--latency-floor", "--format", "--output", "--all", "-h", "--help"])
+        #expect(UsageError.options(in: FleetCommandLine.usage) == ["-h", "--help", "--version"])
     }
 
     @Test("validate accepts the library's quickstart and prints its plan")

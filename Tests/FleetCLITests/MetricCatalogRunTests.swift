@@ -84,6 +84,30 @@ struct MetricCatalogRunTests {
         #expect((pingresp["count"] as? Int ?? 0) >= 4, "two idle clients with a 1 s keepalive for 4 s")
     }
 
+    @Test("validate and run refuse a threshold no run of the scenario can produce: exit 65, file:line:column")
+    func refusedByValidateAndRun() throws {
+        let directory = RunEndToEndTests.temporaryDirectory("catalog-refused")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/busy.json"
+        try """
+            {"duration": "10s",
+             "fleets": [{"name": "cars", "count": 1, "keepalive": "60s",
+                         "publish": [{"topic": "t", "schedule": {"type": "rate", "per_second": 1}, "payload": "x"}]}],
+             "thresholds": ["messages.qos0.acked == 0", "latency.pingresp.p99 < 50ms"]}
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let expected = """
+            \(file):4:18: thresholds[0]: no run produces messages.qos0.acked: QoS 0 publishes are never acknowledged; did you mean 'messages.qos1.acked'?
+            \(file):4:46: thresholds[1]: no run of this scenario produces latency.pingresp.p99: it needs a fleet whose keepalive is on and shorter than the run (an idle client then pings)
+            """
+        let validate = try RunEndToEndTests.run(["validate", file])
+        #expect(validate.status == 65)
+        #expect(validate.error.contains(expected), "\(validate.error)")
+        let run = try RunEndToEndTests.run(["run", file, "--out", directory + "/out", "--quiet"])
+        #expect(run.status == 65)
+        #expect(run.error.contains(expected), "\(run.error)")
+    }
+
     /// The sections of report.json that hold measurements (the rest describe the run: scenario, environment, ...).
     static let measuredSections = ["connections", "messages", "delivery", "ack_timeouts", "latency_ms", "generator"]
 

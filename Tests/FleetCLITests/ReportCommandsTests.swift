@@ -38,8 +38,13 @@ struct ReportCommandsTests {
         #expect(result.code == .success)
         #expect(result.output.contains("\nlatency.end_to_end.p99 "))
         #expect(result.output.hasSuffix(
-            "\nNo regression beyond the 10 % tolerance (latency changes within 1 ms are not counted).\n"))
+            "\nNo regression beyond the 10 % tolerance (latency changes within 1 ms are not counted).\n"
+            + "3 more rows (mean, p90, p999 of each latency) with --all.\n"))
         #expect(result.error == "")
+        // --all: every row, the p999 of 100 samples saying it has too few.
+        let all = Self.run(["compare", baseline, candidate, "--all"])
+        #expect(all.output.contains("\nlatency.end_to_end.p999   ms              1.099      1.149       –  too few samples (100 and 100; p999 needs 1000)\n"))
+        #expect(all.output.hasSuffix("(latency changes within 1 ms are not counted).\n"))
     }
 
     @Test("compare: a regression beyond the tolerance exits 99; a wider tolerance lets it pass")
@@ -62,9 +67,10 @@ struct ReportCommandsTests {
         let candidate = try Self.folder(Self.report(endToEndBase: 1102))
         let passing = Self.run(["compare", baseline, candidate])
         #expect(passing.code == .success)
-        #expect(passing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2    +20 %  worse\n"))
+        #expect(passing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2   +20 %  worse\n"))
         #expect(passing.output.hasSuffix(
-            "\nNo regression beyond the 10 % tolerance (latency changes within 1 ms are not counted).\n"))
+            "\nNo regression beyond the 10 % tolerance (latency changes within 1 ms are not counted).\n"
+            + "3 more rows (mean, p90, p999 of each latency) with --all.\n"))
         #expect(Self.run(["compare", baseline, candidate, "--latency-floor", "1ms"]).code == .success)
         // Exactly at the floor is not a regression.
         #expect(Self.run(["compare", baseline, candidate, "--latency-floor=200us"]).code == .success)
@@ -72,10 +78,11 @@ struct ReportCommandsTests {
         let failing = Self.run(["compare", baseline, candidate, "--latency-floor", "0"])
         #expect(failing.code == .thresholdsFailed)
         #expect(failing.code.rawValue == 99)
-        #expect(failing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2    +20 %  REGRESSION\n"))
-        #expect(failing.output.hasSuffix("\n6 regressions beyond the 10 % tolerance: latency.end_to_end.mean, "
-            + "latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.p999, "
-            + "latency.end_to_end.max\n"))
+        #expect(failing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2   +20 %  REGRESSION\n"))
+        // 100 samples are too few for a p999.
+        #expect(failing.output.hasSuffix("\n5 regressions beyond the 10 % tolerance: latency.end_to_end.mean, "
+            + "latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.max\n"
+            + "3 more rows (mean, p90, p999 of each latency) with --all.\n"))
         #expect(Self.run(["compare", baseline, candidate, "--latency-floor", "199us"]).code == .thresholdsFailed)
 
         let json = Self.run(["compare", baseline, candidate, "--latency-floor", "500us", "--format", "json"])

@@ -79,6 +79,25 @@ struct RunEndToEndTests {
         #expect(report["broker_embedded"] as? Bool == true)
     }
 
+    @Test("--quiet with a relative --out prints the results folder as an absolute path; protocols typed unquoted")
+    func absoluteResultsPath() throws {
+        let out = Self.temporaryDirectory("relative")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // The same folder, relative to the folder fleetbench runs in (the package root).
+        let depth = Self.root.standardizedFileURL.pathComponents.count - 1
+        let relative = String(repeating: "../", count: depth) + String(out.dropFirst())
+        let outcome = try Self.run([
+            "run", "scenarios/quickstart.json", "--duration", "2s", "--out", relative, "--quiet",
+            "--set", "fleets.sensors.protocol=3.1", "--set", "fleets.dashboard.protocol=4",
+        ])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        #expect(outcome.output.hasSuffix("\n  results       \(out)\n"))
+        let report = try Self.report(in: out)
+        let scenario = try #require(report["scenario"] as? [String: Any])
+        let fleets = try #require((scenario["redacted"] as? [String: Any])?["fleets"] as? [[String: Any]])
+        #expect(fleets.map { $0["protocol"] as? NSNumber } == [3.1, 4])
+    }
+
     @Test("failed thresholds exit 99")
     func thresholdsFail() throws {
         let out = Self.temporaryDirectory("thresholds")

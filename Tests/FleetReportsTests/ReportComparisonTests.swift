@@ -95,7 +95,14 @@ struct ReportComparisonTests {
         let report = SampleReports.make()
         let comparison = ReportComparison(baseline: report, candidate: report)
         #expect(!comparison.hasRegression)
-        #expect(comparison.rows.allSatisfy { $0.verdict == .same })
+        #expect(comparison.isLikeForLike)
+        // 3 TCP connects, 3 PUBACKs and 11 schedule lags are too few for a p90 (10), p99 (100) or p999 (1,000).
+        #expect(comparison.rows.filter { $0.verdict == .tooFewSamples }.map(\.metric) == [
+            "latency.tcp_connect.p90", "latency.tcp_connect.p99", "latency.tcp_connect.p999",
+            "latency.puback.p90", "latency.puback.p99", "latency.puback.p999",
+            "latency.schedule_lag.p99", "latency.schedule_lag.p999",
+        ])
+        #expect(comparison.rows.allSatisfy { $0.verdict == .same || $0.verdict == .tooFewSamples })
         #expect(comparison.rows.map(\.metric) == [
             "latency.tcp_connect.mean", "latency.tcp_connect.p50", "latency.tcp_connect.p90", "latency.tcp_connect.p99",
             "latency.tcp_connect.p999", "latency.tcp_connect.max",
@@ -141,7 +148,8 @@ struct ReportComparisonTests {
         #expect(try row("latency.end_to_end.p99").baseline == 0.99)
         #expect(try row("latency.end_to_end.p99").candidate == 1.98)
         #expect(try row("latency.end_to_end.p99").changePercent == 100)
-        #expect(try row("latency.tcp_connect.p99").verdict == .same)
+        #expect(try row("latency.tcp_connect.p50").verdict == .same)
+        #expect(try row("latency.tcp_connect.p99").verdict == .tooFewSamples)
         #expect(try row("latency.puback.p99").verdict == .incomparable)
         #expect(try row("delivery.qos2.lost").verdict == .regression)
         #expect(try row("delivery.qos2.lost").changePercent == .infinity)
@@ -209,14 +217,15 @@ struct ReportComparisonTests {
         let comparison = ReportComparison(baseline: SampleReports.make(), candidate: Self.worseCandidate(), tolerance: 10,
                                           latencyFloorMilliseconds: 0)
         let table = comparison.table()
-        #expect(table.contains("\nlatency.end_to_end.p99     ms               0.99       1.98   +100 %  REGRESSION\n"))
-        #expect(table.hasSuffix("\n8 regressions beyond the 10 % tolerance: latency.end_to_end.mean, latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.p999, latency.end_to_end.max, delivery.qos2.lost, delivery.qos2.loss_ratio\n"))
+        #expect(table.contains("\nlatency.end_to_end.p99    ms               0.99       1.98  +100 %  REGRESSION\n"))
+        #expect(table.hasSuffix("\n8 regressions beyond the 10 % tolerance: latency.end_to_end.mean, latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.p999, latency.end_to_end.max, delivery.qos2.lost, delivery.qos2.loss_ratio\n"
+            + "12 more rows (mean, p90, p999 of each latency) with --all.\n"))
         let markdown = comparison.markdown()
         #expect(markdown.contains("| `latency.end_to_end.p99` | ms | 0.99 | 1.98 | +100 % | **regression** |\n"))
         #expect(markdown.contains("| `delivery.qos2.lost` | messages | 0 | 3 | +∞ % | **regression** |\n"))
         #expect(markdown.contains("| `latency.puback.p99` | ms | 2 | – | – | not comparable |\n"))
         let json = try #require(try JSONSerialization.jsonObject(with: Data(comparison.json().utf8)) as? [String: Any])
-        #expect(json["schema"] as? String == "fleetbench.compare/1")
+        #expect(json["schema"] as? String == "fleetbench.compare/2")
         #expect(json["has_regression"] as? Bool == true)
         #expect(json["tolerance_percent"] as? Int == 10)
         #expect(json["latency_floor_ms"] as? Int == 0)

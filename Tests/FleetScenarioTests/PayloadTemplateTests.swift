@@ -34,6 +34,22 @@ struct PayloadTemplateTests {
         #expect(template.isJSON)
     }
 
+    @Test("decimal ranges compile as in the engine, and JSON string values are escaped in previews too")
+    func decimalsAndEscaping() throws {
+        let decimal = try PayloadTemplate.compileText("{rand:-0.5..1.25}").get()
+        #expect(decimal.segments == [.generator(.randomDecimal(-50...125, fractionDigits: 2), inJSONString: false)])
+        let template = try #require(PayloadTemplate.compileJSON(.object([
+            .init("note", .string("say {choice:\"hi\"|tab\there}")),
+        ]), path: .root).0)
+        var seen = Set<String>()
+        var random = SeededGenerator(state: 5)
+        for _ in 0..<50 {
+            seen.insert(String(decoding: template.render(clientID: "", index: 0, fleet: "", sequence: 0,
+                                                         timestampMilliseconds: 0, using: &random), as: UTF8.self))
+        }
+        #expect(seen == [#"{"note":"say \"hi\""}"#, #"{"note":"say tab\there"}"#])
+    }
+
     @Test("random generators stay in range and UUIDs are version 4")
     func randomness() throws {
         let template = try PayloadTemplate.compileText("{rand:-3..3}|{uuid}|{rand:5..5}").get()

@@ -149,7 +149,7 @@ struct ScenarioDecodingTests {
             t.json:3:3: duraton: unknown key 'duraton'; did you mean 'duration'?
             t.json:7:16: fleets[0].count: expected an integer from 1 to 10000000, got string "5"
             t.json:8:25: fleets[0].client_id: unknown placeholder '{id}'; did you mean '{i}'?
-            t.json:9:19: fleets[0].protocol: expected one of "3.1", "3.1.1", "5", got string "5.0"
+            t.json:9:19: fleets[0].protocol: expected one of "3.1", "3.1.1", "5" (or the number 3.1, 4 or 5), got string "5.0"
             t.json:10:20: fleets[0].keepalive: expected a duration such as "250ms", "30s" or "5m", got integer 30
             t.json:13:25: fleets[0].publish[0].topic: a topic to publish to cannot contain the wildcards + or #
             t.json:13:38: fleets[0].publish[0].qos: expected a QoS of 0, 1 or 2, got integer 3
@@ -233,6 +233,45 @@ struct ScenarioRedactionTests {
             """, file: "t")
         #expect(JSONWriter.string(from: ScenarioRedaction.redact(document.root), style: .compact)
             == #"{"fleets":[{"name":"a","credentials":{"username":"u","password":"********"}},{"name":"b","credentials":{"password":"${FB_PASS}"}},{"name":"c","credentials":{"password":"********"}}]}"#)
+    }
+
+    @Test("protocol given unquoted on the command line: --set ...protocol=3.1, =4 (MQTT's level for 3.1.1), =5", arguments: [
+        ("3.1", ProtocolVersion.v3_1), ("4", .v3_1_1), ("5", .v5), ("3.1.1", .v3_1_1), ("\"3.1\"", .v3_1), ("5.0", .v5),
+    ])
+    func protocolFromSet(value: String, version: ProtocolVersion) throws {
+        let scenario = try decodeFixture(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "protocol": "3.1.1"}]}"#,
+                                         overrides: ["fleets.a.protocol=" + value]).get()
+        #expect(scenario.fleets[0].protocolVersion == version)
+    }
+
+    @Test("protocol as a JSON number in a file: 3.1, 4 and 5", arguments: [
+        ("3.1", ProtocolVersion.v3_1), ("4", .v3_1_1), ("5", .v5), ("\"4\"", .v3_1_1),
+    ])
+    func protocolNumberInFile(value: String, version: ProtocolVersion) throws {
+        let scenario = try decodeFixture(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "protocol": "# + value + "}]}").get()
+        #expect(scenario.fleets[0].protocolVersion == version)
+    }
+
+    @Test("a protocol number that is no MQTT version is refused, naming the accepted spellings")
+    func protocolNumberRefused() {
+        #expect(errorText(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "protocol": 3}]}"#)
+            == #"t.json:1:69: fleets[0].protocol: expected one of "3.1", "3.1.1", "5" (or the number 3.1, 4 or 5), got integer 3"#)
+        #expect(errorText(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1}]}"#, overrides: ["fleets.a.protocol=3.11"])
+            == #"--set fleets.a.protocol=3.11: fleets[0].protocol: expected one of "3.1", "3.1.1", "5" (or the number 3.1, 4 or 5), got number 3.11"#)
+    }
+
+    @Test("a --set value that reads as a number or boolean is taken as the text typed where the key expects a string")
+    func setCoercedToString() throws {
+        let fixture = #"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "publish": [{"topic": "t", "schedule": {"type": "interval", "every": "1s"}, "payload": {"json": {"v": 1}}}]}]}"#
+        let scenario = try decodeFixture(fixture, overrides: ["name=2024", "description=true", "fleets.a.publish.0.topic=42"]).get()
+        #expect(scenario.name == "2024")
+        #expect(scenario.description == "true")
+        #expect(scenario.fleets[0].publishes[0].topic.source == "42")
+        // In a file, a number where a string belongs is still an error: only the command line has no quotes to spare.
+        #expect(errorText(#"{"name": 2024, "duration": "1s", "fleets": [{"name": "a", "count": 1}]}"#)
+            == #"t.json:1:10: name: expected a string, got integer 2024"#)
+        // A number where a number belongs is untouched.
+        #expect(try decodeFixture(fixture, overrides: ["fleets.a.count=7"]).get().fleets[0].count == 7)
     }
 
     @Test("protocol 5 may be given as a number, as --set produces")
