@@ -8,6 +8,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "fleetbench", targets: ["fleetbench"]),
+        // For FuzzTesting/, a package of its own so the fuzzer-instrumented build stays out of this one.
+        .library(name: "FleetFuzzTargets", targets: ["FleetFuzzTargets"]),
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages) and the Linux shim
@@ -57,6 +59,12 @@ let package = Package(
         // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
         .target(name: "FleetBroker"),
 
+        // MARK: Fuzzing: the bodies of the libFuzzer targets (FuzzTesting/), replayed over the corpora by the tests
+        .target(
+            name: "FleetFuzzTargets",
+            dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetScenario", "FleetReports", "FleetJSON",
+                           "FleetMetrics"]),
+
         // MARK: Test support: a scriptable fake broker for faults a real broker will not produce, a thread without io_uring
         .target(name: "FleetTestSupport", dependencies: ["MQTTCodec", "FleetBroker", "CSeccomp"]),
         // Forbids io_uring on one thread (a seccomp filter), for the tests of the send(2) fallback.
@@ -97,6 +105,7 @@ let package = Package(
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker"]),
+        .testTarget(name: "FleetFuzzTargetsTests", dependencies: ["FleetFuzzTargets"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
         .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker"]),
     ],

@@ -45,6 +45,8 @@ public struct MosquittoConfiguration: Sendable, Equatable {
     public var websocketsListener: Bool = false
     /// Add a TLS listener on its own free port.
     public var tlsListener: MosquittoTLSListener? = nil
+    /// A mosquitto_passwd file: clients must then log in (anonymous connections are refused).
+    public var passwordFile: String? = nil
     /// Raw lines appended at the end, for settings not modelled here.
     public var extraLines: [String] = []
     /// How long to wait for the broker to accept TCP connections after start (seconds).

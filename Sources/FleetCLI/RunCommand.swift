@@ -34,8 +34,9 @@ struct RunCommand {
                                   up to D late (default 1ms; 0 reads every message as it arrives)
           --io-uring auto|off     write each lane turn's packets in one io_uring submission when the
                                   kernel allows it (auto, the default), or one send(2) per connection
-          --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run
-                                  (e.g. 127.0.0.1:9464; loopback unless you name another address)
+          --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run:
+                                  a port alone (9464) listens on 127.0.0.1; another address (0.0.0.0:9464)
+                                  is reachable from other machines, and the run warns that it is
           --baseline REPORT       compare with an earlier run's report.json (or its folder); a regression
                                   beyond --tolerance exits 99
           --tolerance PCT         allowed worsening against the baseline (default 10%)
@@ -134,8 +135,8 @@ struct RunCommand {
                 command.scale = scale
             case "--metrics-listen":
                 let text = try value(argument)
-                guard let address = try? SocketAddress.resolve(text).first else {
-                    throw UsageError("--metrics-listen needs host:port, e.g. 127.0.0.1:9464, got '\(text)'")
+                guard let address = Self.metricsAddress(text) else {
+                    throw UsageError("--metrics-listen needs PORT or host:port, e.g. 9464 or 127.0.0.1:9464, got '\(text)'")
                 }
                 command.metricsAddress = address
             case "--baseline": command.baseline = try value(argument)
@@ -209,6 +210,10 @@ struct RunCommand {
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
         let startedAt = Date()
         let directory = ResultsFolder.absolute(outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))")
+        if let problem = ResultsFolder.writabilityProblem(directory) {
+            console.error("fleetbench: cannot write results to \(directory): \(problem); nothing was run")
+            return .runtimeFailure
+        }
         let control = RunControl()
         control.installSignalHandlers(console: console)
 
@@ -304,6 +309,11 @@ struct RunCommand {
                                  body: PrometheusText.render(live.current, scenario: name))
                 }
                 if !quiet { console.print("metrics: http://\(metricsServer!.address)/metrics") }
+                if !metricsAddress.isLoopback {
+                    // The endpoint has no authentication: serving it beyond this machine must be a visible choice.
+                    console.error("fleetbench: warning: metrics at http://\(metricsServer!.address)/metrics are "
+                        + "reachable from other machines, without authentication (only a loopback address keeps them local)")
+                }
             } catch {
                 console.error("fleetbench: cannot listen for metrics on \(metricsAddress): \(error)")
                 return .usage
@@ -441,6 +451,13 @@ struct RunCommand {
     }
 
     // MARK: Helpers
+
+    /// `--metrics-listen`: a bare port (or `:port`) listens on loopback only; anything else binds where it says.
+    static func metricsAddress(_ text: String) -> SocketAddress? {
+        let portOnly = text.hasPrefix(":") ? String(text.dropFirst()) : text
+        if let port = UInt16(portOnly), port != 0 { return try? SocketAddress(ipAddress: "127.0.0.1", port: port) }
+        return try? SocketAddress.resolve(text).first
+    }
 
     /// The scenario file as this run used it: `--set`, `--duration` and `--scale` applied, secrets masked.
     func effectiveScenarioJSON(_ scenario: Scenario) -> JSONValue? {

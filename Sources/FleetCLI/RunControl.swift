@@ -22,6 +22,8 @@ final class RunControl: Sendable {
 
     /// Routes SIGINT and SIGTERM to this control instead of the default (terminate).
     func installSignalHandlers(console: Console) {
+        // A file size limit (ulimit -f) must fail the results' write with EFBIG, reported, not kill the process.
+        signal(SIGXFSZ, SIG_IGN)
         var installed: [DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)

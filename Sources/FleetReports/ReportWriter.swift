@@ -1,5 +1,8 @@
 import FleetMetrics
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes a run's results folder: report.json, report.html, junit.xml and latency.hlog.
 public enum ReportWriter {
@@ -87,11 +90,33 @@ public enum ReportWriter {
         }
     }
 
+    /// Writes `text` to a temporary file beside `path`, flushes it to disk and renames it over `path`: a full
+    /// disk, a file size limit or a crash leaves the previous file or none, never a truncated one. The error
+    /// gives the system's reason (e.g. "No space left on device").
     static func writeFile(_ text: String, to path: String) throws(ReportError) {
-        do {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw ReportError("cannot write \(path): \(error.localizedDescription)")
+        let temporary = path + ".partial-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw ReportError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        var failure: Int32 = 0
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        if failure == 0, fsync(descriptor) != 0 { failure = errno }
+        if close(descriptor) != 0, failure == 0 { failure = errno }
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        if failure != 0 {
+            unlink(temporary)
+            throw ReportError("cannot write \(path): \(String(cString: strerror(failure)))")
         }
     }
 }

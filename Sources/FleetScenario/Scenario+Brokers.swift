@@ -16,12 +16,12 @@ extension Scenario {
         let decoder = ScenarioDecoder(context: context)
         var endpoints: [BrokerEndpoint] = []
         for (index, url) in urls.enumerated() {
-            context.fixedLocation = "--broker \(url)"
+            context.fixedLocation = "--broker \(ScenarioDecoder.redactedBrokerURL(url))"
             guard var endpoint = decoder.parseBrokerURL(url, JSONPath.root.appending("brokers").appending(index: index)) else { continue }
             if endpoint.transport.usesTLS { endpoint.tls = TLSOptions() }
             endpoints.append(endpoint)
         }
-        context.fixedLocation = "--broker " + urls.joined(separator: ",")
+        context.fixedLocation = "--broker " + urls.map(ScenarioDecoder.redactedBrokerURL).joined(separator: ",")
         if !urls.isEmpty {
             for (index, stage) in stages.enumerated() {
                 if case .brokerRestart = stage.kind {

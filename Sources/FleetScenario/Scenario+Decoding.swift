@@ -196,6 +196,16 @@ struct ScenarioDecoder {
         return endpoint
     }
 
+    /// `scheme://user:secret@host…` → `scheme://user:***@host…`, for messages about a URL before it is checked.
+    static func redactedBrokerURL(_ url: String) -> String {
+        guard let scheme = url.firstRange(of: "://") else { return url }
+        let authorityEnd = url[scheme.upperBound...].firstIndex(of: "/") ?? url.endIndex
+        guard let at = url[scheme.upperBound..<authorityEnd].lastIndex(of: "@") else { return url }
+        let userInfo = url[scheme.upperBound..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return url }
+        return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
+    }
+
     func parseBrokerURL(_ url: String, _ path: JSONPath) -> BrokerEndpoint? {
         let expectedText = "expected a broker URL such as mqtt://host:1883, mqtts://, ws:// or wss://host/path"
         guard let schemeEnd = url.firstRange(of: "://") else {
@@ -213,6 +223,12 @@ struct ScenarioDecoder {
         }
         let rest = url[schemeEnd.upperBound...]
         let authority = rest.prefix(while: { $0 != "/" })
+        if authority.contains("@") {
+            // Neither the URL nor any part of it is repeated: the text before '@' may be a password.
+            context.error(path, "a broker URL cannot carry credentials (user:password@host): they would show in "
+                + "reports and messages; give them in the fleet's \"credentials\", e.g. {\"password\": \"${FB_PASS}\"}")
+            return nil
+        }
         let requestPath = String(rest.dropFirst(authority.count))
         var host = String(authority)
         var port = transport.defaultPort
