@@ -14,12 +14,7 @@ struct SecretsExposureTests {
     static func passwordProtectedBroker(_ directory: String) throws -> MosquittoBroker {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let passwordFile = directory + "/passwd"
-        let maker = Process()
-        maker.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
-        maker.arguments = ["-b", "-c", passwordFile, user, password]
-        try maker.run()
-        maker.waitUntilExit()
-        try #require(maker.terminationStatus == 0)
+        try MosquittoPasswordFile.create(at: passwordFile, user: user, password: password)
         var configuration = MosquittoConfiguration()
         configuration.passwordFile = passwordFile
         return try MosquittoBroker(configuration: configuration)

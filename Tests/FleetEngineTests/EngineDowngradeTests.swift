@@ -32,15 +32,9 @@ struct EngineDowngradeTests {
             return String(cString: made)
         }
         let file = directory + "/passwords"
-        let tool = Process()
-        tool.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
-        tool.arguments = ["-b", "-c", file, "alice", "secret"]
-        try tool.run()
-        tool.waitUntilExit()
-        #expect(tool.terminationStatus == 0)
-        _ = chmod(file, 0o644)
+        try MosquittoPasswordFile.create(at: file, user: "alice", password: "secret")
         var configuration = MosquittoConfiguration()
-        configuration.extraLines = ["allow_anonymous false", "password_file \(file)"]
+        configuration.passwordFile = file
         return (try MosquittoBroker(configuration: configuration), directory)
     }
 
