@@ -30,6 +30,8 @@ public final class Engine: @unchecked Sendable {
     let shareGroups: [ShareGroup]
     /// Clients connected at once across the lanes (exact peaks for the result).
     let gauges: ConnectedGauges
+    /// Every stream's published count, shared by the lanes: the one count of what each stream sent.
+    let progress: StreamProgress
     private let readyGroup = DispatchGroup()
     /// Merges the lanes' snapshots; `onSnapshot` is called on it.
     let mergeQueue = DispatchQueue(label: "fleetbench.engine.merge")
@@ -263,6 +265,7 @@ public final class Engine: @unchecked Sendable {
                      laneCount: laneCount, start: start, gauges: gauges)
         }
         let progress = StreamProgress(streams: firstStream)
+        self.progress = progress
         for lane in lanes {
             lane.streamTracked = tracked
             lane.progress = progress
@@ -273,7 +276,6 @@ public final class Engine: @unchecked Sendable {
     /// (never call it from a lane). `shouldStop` is polled every 50 ms so a signal can end the run early.
     /// With `waitForReady` the duration counts from the start barrier, otherwise from the run's start.
     public func run(duration: UInt64, shouldStop: @escaping @Sendable () -> Bool = { false }) -> EngineResult {
-        let streamCount = streamTopics.count
         var phases = EnginePhaseTimes()
         let origin = MonotonicClock.now()
         phases.connectStart = origin
@@ -295,7 +297,7 @@ public final class Engine: @unchecked Sendable {
                 group.leave()
             }
             lane.onSnapshot = { snapshot in mergeQueue.async { merger.add(snapshot) } }
-            lane.start(publishedStreams: streamCount, origin: origin)
+            lane.start(origin: origin)
         }
         if configuration.waitForReady {
             let readyDeadline = MonotonicClock.now() &+ Self.plannedConnectSpan(configuration) &+ configuration.readyTimeout
@@ -372,7 +374,7 @@ public final class Engine: @unchecked Sendable {
             })
         }
         var fleetResults = fleets.map { _ in EngineFleetResult() }
-        var published = Array(repeating: UInt64(0), count: streamTopics.count)
+        let published = streamTopics.indices.map { progress.published($0) }
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
         result.sendPath = SendPath.combined(paths)
         result.sendRingUnavailable = lanes.lazy.compactMap(\.sendRingError).first?.description
@@ -398,7 +400,6 @@ public final class Engine: @unchecked Sendable {
                     result.transportErrors[reason, default: 0] += count
                 }
             }
-            for (stream, count) in metrics.publishedPerStream.enumerated() { published[stream] += count }
         }
         for (fleet, latency) in merger.fleetLatency.enumerated() where fleet < fleetResults.count {
             fleetResults[fleet].latency = latency

@@ -203,8 +203,9 @@ extension Lane {
     private func send(_ client: Int, stream: Int, _ due: ScheduledSend) -> Bool {
         let state = clients[client].streams[stream]
         // Dense numbering of what was actually published (a slot dropped while offline takes no number), so a
-        // stream's published count is its next sequence number (`StreamProgress`, entitlement windows).
-        let sequence = state.published
+        // stream's published count is its next sequence number (`StreamProgress`, entitlement windows). Only
+        // this lane writes the stream's count.
+        let sequence = progress.published(Int(state.streamID))
         let now = self.now
         let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime,
                                     runID: runID, sentTime: now)
@@ -250,8 +251,6 @@ extension Lane {
         switch result {
         case .sent:
             metrics.fleets[clients[client].fleet].counters.published[QoSLevel(state.qos)] += 1
-            metrics.publishedPerStream[Int(state.streamID)] += 1
-            clients[client].streams[stream].published = sequence &+ 1
             progress.setPublished(Int(state.streamID), sequence &+ 1)
             if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
             // Lag at the actual send: a message first refused by a full window goes out later than the turn

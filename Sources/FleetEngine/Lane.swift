@@ -159,9 +159,8 @@ final class Lane: @unchecked Sendable {
     }
 
     /// Starts watching the epoll fd and schedules every client's first connect.
-    func start(publishedStreams: Int, origin: UInt64) {
+    func start(origin: UInt64) {
         metrics = LaneMetrics(fleetCount: fleets.count, start: origin)
-        metrics.publishedPerStream = Array(repeating: 0, count: publishedStreams)
         nextSnapshotAt = origin &+ snapshotInterval
         if configuration.laneDriver == .thread, (try? startThreadDriver()) != nil {
             // Started; a failure falls back to the dispatch source below.

@@ -15,8 +15,6 @@ public struct LaneMetrics: Sendable {
     public var deliveryKeys: [UInt64: Int] = [:]
     /// Closed entitlement windows by delivery key (`subscriber << 32 | stream`): what each subscriber was owed.
     public var entitlement: [UInt64: [EntitlementWindow]] = [:]
-    /// Messages each publisher stream sent (index: global stream id), for expected counts at the end.
-    public var publishedPerStream: [UInt64] = []
     /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`).
     public var coalescingPauses: UInt64 = 0
 

@@ -88,9 +88,6 @@ struct StreamState {
     let retain: Bool
     let payload: StreamPayload
     var schedule: PublishSchedule?
-    /// Messages this stream handed to a connection: the next one's sequence number (an on-connect stream
-    /// starts a new schedule per connection but keeps numbering its messages on).
-    var published: UInt64 = 0
     /// A message the in-flight window refused; sent first when the window opens.
     var pending: ScheduledSend?
     /// Set for request streams.
