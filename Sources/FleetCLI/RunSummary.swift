@@ -53,6 +53,10 @@ enum RunSummary {
         if report.generator.unsentAtEnd > 0 || report.generator.droppedSlots > 0 {
             lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd), dropped \(report.generator.droppedSlots)")
         }
+        if report.generator.abandonedPublishes > 0 {
+            // Given up, not acknowledged and not timed out: the broker lost the session they were in flight in.
+            lines.append("  abandoned     \(report.generator.abandonedPublishes) QoS 1/2 publishes in flight when a reconnect found the session gone")
+        }
         lines.append("  latency (ms)  kind                 count      p50      p90      p99    p99.9      max")
         for kind in report.latency.kindsWithSamples {
             let origin: LatencyOrigin = [.puback, .pubrec, .pubcomp, .endToEnd, .requestResponse, .scheduleLag].contains(kind)

@@ -32,4 +32,14 @@ struct RunSummaryGeneratorTests {
         report.generator.ioUringUnavailable = nil
         #expect(RunSummary.render(report, directory: nil).hasSuffix("\n  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1"))
     }
+
+    @Test("publishes given up when the broker lost their session get a line of their own, only when there are any")
+    func abandonedPublishes() {
+        var report = ReportCommandsTests.report(endToEndBase: 1000)
+        let lines = { RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init) }
+        #expect(!lines().contains { $0.hasPrefix("  abandoned") })
+        report.generator.abandonedPublishes = 7
+        #expect(lines().filter { $0.hasPrefix("  abandoned") }
+            == ["  abandoned     7 QoS 1/2 publishes in flight when a reconnect found the session gone"])
+    }
 }
