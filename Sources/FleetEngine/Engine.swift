@@ -406,7 +406,7 @@ public final class Engine: @unchecked Sendable {
         }
         // Expected deliveries: every (subscriber, stream) pair whose filters match the stream's topic expects what
         // the stream published while the subscriber was entitled to it (`Lane+Entitlement`): inside each window,
-        // everything from its SUBACK to its end, plus what arrived between SUBSCRIBE and SUBACK. The rest of what
+        // everything from its SUBACK to its end, plus what arrived of what was numbered since the previous window. The rest of what
         // the stream published is missed while offline. A pair that received nothing still counts its loss.
         // Counted for the subscriber's fleet. Shared subscriptions are not in `subscriberFilters` (see below).
         for (global, _) in subscriberFilters {
@@ -417,9 +417,16 @@ public final class Engine: @unchecked Sendable {
                 let key = UInt64(global) << 32 | UInt64(stream)
                 let dense = metrics.deliveryKeys[key] ?? -1
                 var expected: UInt64 = 0
+                // Below a window's start, what arrived is owed too, down to the previous window's end: a message
+                // is counted as published before its bytes leave the publisher's lane, so one numbered just before
+                // the SUBSCRIBE can still reach the broker after it, and its arrival proves the entitlement.
+                var previousEnd: UInt64 = 0
                 for window in metrics.entitlement[key] ?? [] {
                     expected &+= window.end &- window.start
-                    expected &+= metrics.delivery.uniqueCount(stream: dense, in: window.graceStart..<window.start)
+                    if previousEnd < window.start {
+                        expected &+= metrics.delivery.uniqueCount(stream: dense, in: previousEnd..<window.start)
+                    }
+                    previousEnd = window.end
                 }
                 var counts = metrics.delivery.counts(stream: dense, expected: expected)
                 counts.missedWhileOffline = published[Int(stream)] > expected ? published[Int(stream)] - expected : 0

@@ -9,13 +9,10 @@ extension Lane {
     /// CONNACK: the client subscribes now unless the broker kept its session (then its persistent windows go on).
     func entitlementConnected(_ client: Int, sessionPresent: Bool) {
         guard !clients[client].entitledStreams.isEmpty else { return }
-        for index in clients[client].entitledStreams.indices {
-            if clients[client].windowOpen[index] {
-                // Only persistent windows stay open while disconnected.
-                if sessionPresent { continue }
-                closeWindow(client, index, end: clients[client].windowCut[index])
-            }
-            clients[client].windowGrace[index] = progress.published(Int(clients[client].entitledStreams[index]))
+        // Only persistent windows stay open while disconnected; without the session they end where the link was cut.
+        guard !sessionPresent else { return }
+        for index in clients[client].entitledStreams.indices where clients[client].windowOpen[index] {
+            closeWindow(client, index, end: clients[client].windowCut[index])
         }
     }
 
@@ -50,8 +47,7 @@ extension Lane {
 
     private func closeWindow(_ client: Int, _ index: Int, end: UInt64) {
         let key = clients[client].deliveryKey | UInt64(clients[client].entitledStreams[index])
-        let window = EntitlementWindow(graceStart: clients[client].windowGrace[index],
-                                       start: clients[client].windowStart[index], end: end)
+        let window = EntitlementWindow(start: clients[client].windowStart[index], end: end)
         metrics.entitlement[key, default: []].append(window)
         clients[client].windowOpen[index] = false
     }

@@ -142,11 +142,10 @@ struct SimulatedClient {
     var isReady = false
     /// Streams (global ids) its own plain subscriptions match, for the entitlement windows (`Lane+Entitlement`),
     /// and whether each outlives a disconnect (persistent session, QoS ≥ 1 both ways). Per entitled stream:
-    /// where the current window's grace and window start, where a persistent window's link was cut, and
+    /// where the current window starts, where a persistent window's link was cut, and
     /// whether a window is open.
     var entitledStreams: [UInt32] = []
     var entitledPersistent: [Bool] = []
-    var windowGrace: [UInt64] = []
     var windowStart: [UInt64] = []
     var windowCut: [UInt64] = []
     var windowOpen: [Bool] = []
@@ -154,9 +153,8 @@ struct SimulatedClient {
     mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool]) {
         entitledStreams = streams
         entitledPersistent = persistent
-        windowGrace = Array(repeating: 0, count: streams.count)
-        windowStart = windowGrace
-        windowCut = windowGrace
+        windowStart = Array(repeating: 0, count: streams.count)
+        windowCut = windowStart
         windowOpen = Array(repeating: false, count: streams.count)
     }
 }

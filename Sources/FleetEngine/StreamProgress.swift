@@ -30,17 +30,15 @@ final class StreamProgress: @unchecked Sendable {
 }
 
 /// One stretch of time a subscriber was entitled to a stream's messages, in the stream's sequence numbers:
-/// messages `start..<end` were published while it was subscribed and must arrive; `graceStart..<start` were
-/// published between its SUBSCRIBE and its SUBACK, when the broker may or may not have had the subscription,
-/// so they count as expected only if they arrived.
+/// messages `start..<end` (from its SUBACK) were published while it was subscribed and must arrive. What was
+/// numbered before `start` and after the previous window still arrived counts as owed too (see the engine's
+/// expected counts): the broker had the subscription when it got those.
 public struct EntitlementWindow: Sendable, Equatable {
-    public var graceStart: UInt64
     public var start: UInt64
     public var end: UInt64
 
-    public init(graceStart: UInt64, start: UInt64, end: UInt64) {
+    public init(start: UInt64, end: UInt64) {
         self.start = min(start, end)
-        self.graceStart = min(graceStart, self.start)
         self.end = end
     }
 }
