@@ -25,6 +25,15 @@ struct RunCommand {
           --seed N                seed of every random choice (same as --set seed=N)
           --run-id HEX            the run id written into every message (1 to 16 hex digits, not 0);
                                   give every process of one run the same (default: random)
+          --segment K/N           run segment K (0 to N-1) of N: the clients whose global index i has
+                                  i mod N = K, in every fleet; the N segments together send exactly
+                                  the traffic of one run (merge their folders with fleetbench merge).
+                                  N > 1 needs --run-id and --start-at, the same in every segment
+          --start-at TIME         start at this RFC 3339 time (e.g. 2026-12-02T05:00:00Z), waiting until
+                                  then; refused when more than 5 s in the past
+          --segment-grace D       with N > 1 segments: publishing starts D after the planned connects
+                                  (ramps, connect rates) in every segment, so all segments' subscribers
+                                  are subscribed first (default 5s)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
@@ -75,6 +84,14 @@ struct RunCommand {
     var quiet = false
     /// --all: every row of the baseline comparison.
     var allRows = false
+    /// --segment K/N.
+    var segment: (index: Int, count: Int)?
+    /// --start-at: when the run (every segment) starts.
+    var startAt: Date?
+    /// --segment-grace, ns.
+    var segmentGrace: UInt64 = 5_000_000_000
+    /// How far in the past --start-at may be (the segments' processes start at slightly different moments).
+    static let startAtPastLimit: TimeInterval = 5
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
         var command = RunCommand()
@@ -105,6 +122,26 @@ struct RunCommand {
                 }
                 command.runID = runID
             case "--out": command.outputDirectory = try value(argument)
+            case "--segment":
+                let text = try value(argument)
+                let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+                guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
+                      count <= 100_000, index >= 0, index < count else {
+                    throw UsageError("--segment needs K/N with N from 1 to 100000 and K from 0 to N-1, e.g. 0/4, got '\(text)'")
+                }
+                command.segment = (index, count)
+            case "--start-at":
+                let text = try value(argument)
+                guard let date = RunReport.parseRFC3339(text) else {
+                    throw UsageError("--start-at needs an RFC 3339 time such as 2026-12-02T05:00:00Z, got '\(text)'")
+                }
+                command.startAt = date
+            case "--segment-grace":
+                let text = try value(argument)
+                guard case .success(let span) = TimeSpan.parse(text) else {
+                    throw UsageError("--segment-grace needs a duration such as 5s, got '\(text)'")
+                }
+                command.segmentGrace = span.nanoseconds
             case "--lanes":
                 let text = try value(argument)
                 guard let lanes = Int(text), lanes > 0, lanes <= 256 else {
@@ -160,6 +197,14 @@ struct RunCommand {
             throw UsageError(positional.isEmpty ? "run needs a scenario file" : "run takes one scenario file, got \(positional.count)")
         }
         command.scenarioPath = positional[0]
+        if let segment = command.segment, segment.count > 1 {
+            guard command.runID != nil else {
+                throw UsageError("--segment \(segment.index)/\(segment.count) needs --run-id: every segment of a run must carry the same run id")
+            }
+            guard command.startAt != nil else {
+                throw UsageError("--segment \(segment.index)/\(segment.count) needs --start-at: every segment of a run must start at the same time")
+            }
+        }
         return command
     }
 
@@ -208,7 +253,16 @@ struct RunCommand {
             return .runtimeFailure
         }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
-        let startedAt = Date()
+        if let startAt, startAt.timeIntervalSinceNow < -Self.startAtPastLimit {
+            console.error("fleetbench: --start-at \(RunReport.rfc3339(startAt)) is \(Int(-startAt.timeIntervalSinceNow)) s in the past; "
+                + "give every segment the same time in the future")
+            return .usage
+        }
+        if segment != nil && scenario.seed == nil {
+            console.error("fleetbench: --segment needs a seed (--seed N or the scenario's \"seed\"): every segment must draw the same random choices")
+            return .usage
+        }
+        let startedAt = startAt ?? Date()
         let directory = ResultsFolder.absolute(outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))")
         if let problem = ResultsFolder.writabilityProblem(directory) {
             console.error("fleetbench: cannot write results to \(directory): \(problem); nothing was run")
@@ -276,6 +330,11 @@ struct RunCommand {
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
             configuration.batchedSends = batchedSends
             if let runID { configuration.runID = runID }
+            if let segment {
+                configuration.segmentIndex = segment.index
+                configuration.segmentCount = segment.count
+                configuration.publishNotBefore = Engine.plannedConnectSpan(configuration) &+ segmentGrace
+            }
             engine = try Engine(configuration: configuration)
             report.run.runID = engine.runID
         } catch {
@@ -343,6 +402,15 @@ struct RunCommand {
         engine.onPublishStart = { publishingCPU.mark(start: true, seconds: Self.cpuSeconds()) }
         engine.onPublishEnd = { publishingCPU.mark(start: false, seconds: Self.cpuSeconds()) }
         let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
+        if let startAt {
+            // Every segment starts connecting at the same moment: the common time base of their results.
+            if !quiet && startAt.timeIntervalSinceNow > 0.5 {
+                console.print("waiting until \(RunReport.rfc3339(startAt)) to start")
+            }
+            while startAt.timeIntervalSinceNow > 0 && !control.stopRequested {
+                usleep(UInt32(min(50_000, max(100, startAt.timeIntervalSinceNow * 1e6))))
+            }
+        }
         let runStart = MonotonicClock.now()
         stages.start(engine: engine)
         let result = engine.run(duration: totalDuration, shouldStop: {
@@ -416,9 +484,17 @@ struct RunCommand {
         report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails
             && report.thresholds.allSatisfy(\.passed)
 
+        if let segment {
+            report.segments = SegmentInfo(index: segment.index, count: segment.count, deliveryFinal: segment.count == 1)
+        }
         var written = true
         do {
             try ResultsFolder.write(report, to: directory)
+            if let segment, let data = result.segment {
+                try SegmentFile(runID: engine.runID, seed: seed, scenarioSHA256: report.scenario.sha256,
+                                index: segment.index, count: segment.count, delivery: data,
+                                requests: Self.requestTotals(result)).write(to: directory)
+            }
         } catch {
             console.error("fleetbench: cannot write results to \(directory): \(error)")
             written = false
@@ -451,6 +527,17 @@ struct RunCommand {
     }
 
     // MARK: Helpers
+
+    /// Requests sent, answered and timed out over every fleet (for `requests.*` thresholds after a merge).
+    static func requestTotals(_ result: EngineResult) -> SegmentFile.Requests {
+        var totals = SegmentFile.Requests()
+        for fleet in result.fleets.values {
+            totals.sent &+= fleet.requestsSent
+            totals.answered &+= fleet.responsesReceived
+            totals.timedOut &+= fleet.requestsTimedOut
+        }
+        return totals
+    }
 
     /// `--metrics-listen`: a bare port (or `:port`) listens on loopback only; anything else binds where it says.
     static func metricsAddress(_ text: String) -> SocketAddress? {

@@ -20,6 +20,8 @@ public final class Engine: @unchecked Sendable {
     let streamQoS: [MQTTQoS]
     /// False for streams without an end-to-end header (fixed text): no delivery expectations for them.
     let streamTracked: [Bool]
+    /// True for streams whose publisher is in this segment (every stream without segments).
+    let streamLocal: [Bool]
     /// Plain filters of every subscriber accounted on its own, by global client index (members whose
     /// subscriptions are all shared are not here, and mixed members only with their plain filters: shared
     /// subscriptions are accounted in `shareGroups`).
@@ -127,6 +129,15 @@ public final class Engine: @unchecked Sendable {
             configuration.tickNanoseconds = Self.defaultTickNanoseconds(configuration: configuration, laneCount: laneCount)
         }
         if configuration.runID == 0 { configuration.runID = Self.randomRunID() }
+        if configuration.isSegmented {
+            // Every segment paces its share: together they connect at the scenario's rate.
+            let segments = Double(configuration.segmentCount)
+            for index in configuration.fleets.indices {
+                configuration.fleets[index].connectRate = configuration.fleets[index].connectRate.map { $0 / segments }
+                configuration.fleets[index].maxConnectsInFlight =
+                    max(1, configuration.fleets[index].maxConnectsInFlight / configuration.segmentCount)
+            }
+        }
         self.configuration = configuration
         var fleets: [FleetRuntime] = []
         var firstStream = 0
@@ -143,6 +154,7 @@ public final class Engine: @unchecked Sendable {
         var groups: [ShareGroup] = []
         var groupIndices: [String: Int] = [:]
         var mixedClients: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])] = []
+        var streamLocal: [Bool] = Array(repeating: false, count: firstStream)
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
@@ -151,6 +163,10 @@ public final class Engine: @unchecked Sendable {
                     ? nil : TransportEndpoint(endpoint))
             }
             for index in 0..<settings.count {
+                defer { global += 1 }
+                // Every client of the run is named and its streams numbered (stream ids, topics and share groups
+                // are the same in every segment); only this segment's clients are built.
+                let local = configuration.inSegment(global)
                 let clientID = settings.clientID(index)
                 var streams: [StreamState] = []
                 var replyFilters: [MQTTSubscription] = []
@@ -159,10 +175,12 @@ public final class Engine: @unchecked Sendable {
                     let topic = stream.topic(index, clientID)
                     topics[id] = topic
                     qos[id] = stream.qos
+                    streamLocal[id] = local
                     if case .text = stream.payload { tracked[id] = false }
+                    if stream.request != nil { tracked[id] = false }
+                    guard local else { continue }
                     var request: RequestState?
                     if let target = stream.request {
-                        tracked[id] = false
                         let replyTopic = target.replyTopic(index, clientID)
                         request = try Self.requestState(target, replyTopic: replyTopic, stream: id, fleets: fleets,
                                                         version: settings.session.version)
@@ -197,6 +215,13 @@ public final class Engine: @unchecked Sendable {
                     if !groups[group].filters.contains(filter) { groups[group].filters.append(filter) }
                     return group
                 }
+                if !local {
+                    // Share groups are numbered in client order over the whole run, so every segment agrees.
+                    for shared in Self.splitSharedSubscriptions(subscriptions).shared {
+                        _ = joinGroup(shared.group, filter: shared.filter)
+                    }
+                    continue
+                }
                 var deliveryKey = Self.subscriberDeliveryKey(global)
                 var deliveryRoutes: DeliveryRoutes?
                 let split = Self.splitSharedSubscriptions(subscriptions)
@@ -220,7 +245,7 @@ public final class Engine: @unchecked Sendable {
                 // of clients: with `global % sources.count`, 2 sources and 2 brokers paired source 0 with broker 0
                 // only, putting half the clients on each pair's ports instead of a quarter.
                 let round = endpoint == nil ? global / brokers.count : index / endpoints.count
-                perLane[global % laneCount].append(SimulatedClient(
+                perLane[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane].append(SimulatedClient(
                     fleet: fleet.index, indexInFleet: index, globalIndex: global,
                     broker: endpoint?.0 ?? brokers[global % brokers.count], endpoint: endpoint?.1,
                     source: sources.isEmpty ? nil : sources[round % sources.count],
@@ -228,7 +253,6 @@ public final class Engine: @unchecked Sendable {
                     subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
-                global += 1
             }
         }
         try Self.refuseAmbiguousRoutes(mixedClients, topics: topics, tracked: tracked)
@@ -236,8 +260,7 @@ public final class Engine: @unchecked Sendable {
         // owed per group, see `collect`), and whether each outlives a disconnect.
         var entitledStreams: [Int: [UInt32]] = [:]
         for (global, plain) in filters {
-            let lane = global % laneCount
-            let position = global / laneCount
+            let (lane, position) = Self.location(global, segments: configuration.segmentCount, lanes: laneCount)
             let settings = perLane[lane][position].session.settings
             let keepsSession = !settings.cleanStart && (!settings.version.hasProperties || settings.sessionExpiryInterval > 0)
             var streams: [UInt32] = []
@@ -255,6 +278,7 @@ public final class Engine: @unchecked Sendable {
         self.streamTopics = topics
         self.streamQoS = qos
         self.streamTracked = tracked
+        self.streamLocal = streamLocal
         self.subscriberFilters = filters
         self.shareGroups = groups
         let start = MonotonicClock.now()
@@ -297,12 +321,21 @@ public final class Engine: @unchecked Sendable {
                 group.leave()
             }
             lane.onSnapshot = { snapshot in mergeQueue.async { merger.add(snapshot) } }
+            if configuration.isSegmented { lane.remoteEntitlementDeadline = origin &+ configuration.publishNotBefore }
             lane.start(origin: origin)
         }
         if configuration.waitForReady {
             let readyDeadline = MonotonicClock.now() &+ Self.plannedConnectSpan(configuration) &+ configuration.readyTimeout
             while readyGroup.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
                 if shouldStop() || MonotonicClock.now() >= readyDeadline { break }
+            }
+        }
+        if configuration.isSegmented {
+            // The segments' common publishing start: no segment publishes before every segment's subscribers
+            // had their planned time to subscribe.
+            let notBefore = origin &+ configuration.publishNotBefore
+            while MonotonicClock.now() < notBefore && !shouldStop() {
+                usleep(UInt32(min(50_000, max(100, (notBefore &- MonotonicClock.now()) / 1_000))))
             }
         }
         phases.publishStart = MonotonicClock.now()
@@ -375,6 +408,12 @@ public final class Engine: @unchecked Sendable {
         }
         var fleetResults = fleets.map { _ in EngineFleetResult() }
         let published = streamTopics.indices.map { progress.published($0) }
+        var segment = SegmentDelivery(fleetCount: fleets.count)
+        segment.index = configuration.segmentIndex
+        segment.count = configuration.segmentCount
+        for stream in streamTopics.indices where streamLocal[stream] && streamTracked[stream] && published[stream] > 0 {
+            segment.published.append((stream, published[stream]))
+        }
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
         result.sendPath = SendPath.combined(paths)
         result.sendRingUnavailable = lanes.lazy.compactMap(\.sendRingError).first?.description
@@ -410,12 +449,25 @@ public final class Engine: @unchecked Sendable {
         // the stream published is missed while offline. A pair that received nothing still counts its loss.
         // Counted for the subscriber's fleet. Shared subscriptions are not in `subscriberFilters` (see below).
         for (global, _) in subscriberFilters {
-            let lane = global % lanes.count
+            let lane = Self.location(global, segments: configuration.segmentCount, lanes: lanes.count).lane
             let metrics = laneMetrics[lane]
             let fleet = fleetOfGlobal(global)
+            let (_, position) = Self.location(global, segments: configuration.segmentCount, lanes: lanes.count)
+            let whole = lanes[lane].queue.sync { lanes[lane].clients[position].remoteEntitlementWhole }
             for stream in entitledStreams[global] ?? [] {
                 let key = UInt64(global) << 32 | UInt64(stream)
                 let dense = metrics.deliveryKeys[key] ?? -1
+                if !streamLocal[Int(stream)] {
+                    // Another segment publishes it: its count is known at merge. Here, what arrived is what is
+                    // expected (nothing is called lost before the merge).
+                    let seen = metrics.delivery.counts(stream: dense, expected: 0)
+                    segment.remotePairs.append(SegmentRemotePair(
+                        fleet: fleet, subscriber: global, stream: Int(stream), qos: Int(streamQoS[Int(stream)].rawValue),
+                        whole: whole, counts: seen))
+                    fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)]
+                        .add(metrics.delivery.counts(stream: dense, expected: seen.unique &+ seen.untracked))
+                    continue
+                }
                 var expected: UInt64 = 0
                 // Below a window's start, what arrived is owed too, down to the previous window's end: a message
                 // is counted as published before its bytes leave the publisher's lane, so one numbered just before
@@ -431,6 +483,8 @@ public final class Engine: @unchecked Sendable {
                 var counts = metrics.delivery.counts(stream: dense, expected: expected)
                 counts.missedWhileOffline = published[Int(stream)] > expected ? published[Int(stream)] - expected : 0
                 fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)].add(counts)
+                // Publisher and subscriber both here: final (remote pairs and share groups are settled at merge).
+                segment.local[fleet][Int(streamQoS[Int(stream)].rawValue)].add(counts)
             }
         }
         // Shared-subscription groups: the broker hands each message to one member, so a group is one
@@ -446,8 +500,11 @@ public final class Engine: @unchecked Sendable {
                 for metrics in laneMetrics {
                     if let dense = metrics.deliveryKeys[key] { merged.merge(stream: 0, from: metrics.delivery, stream: dense) }
                 }
+                segment.groupStreams.append(SegmentGroupStream(
+                    group: index, stream: stream, fleet: group.fleet, qos: Int(streamQoS[stream].rawValue),
+                    ranges: merged.ranges(stream: 0), counts: merged.counts(stream: 0, expected: 0)))
                 fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
-                    .add(merged.counts(stream: 0, expected: published[stream]))
+                    .add(merged.counts(stream: 0, expected: streamLocal[stream] ? published[stream] : 0))
             }
         }
         result.peakConnected = gauges.total.peak
@@ -467,6 +524,7 @@ public final class Engine: @unchecked Sendable {
         }
         result.timeline = merger.timeline
         result.intervals = merger.intervals
+        result.segment = segment
         return result
     }
 
@@ -591,7 +649,7 @@ public final class Engine: @unchecked Sendable {
     /// How long after the start the plan itself starts its last first connect: a fleet's start offset plus its
     /// ramp (`over`, or count / rate) or, without a ramp, count / connect rate. The ready timeout counts from
     /// there, so a long ramp is not cut short and its late subscribers do not count the start as lost.
-    static func plannedConnectSpan(_ configuration: EngineConfiguration) -> UInt64 {
+    public static func plannedConnectSpan(_ configuration: EngineConfiguration) -> UInt64 {
         var span: UInt64 = 0
         for fleet in configuration.fleets {
             var spread: Double = 0
@@ -617,6 +675,13 @@ public final class Engine: @unchecked Sendable {
             value = UInt64.random(in: 1...UInt64.max)
         }
         return value
+    }
+
+    /// Where a client of this segment sits: its lane and its position on the lane. A segment's clients are
+    /// numbered in global order (global / segments) and dealt to lanes round-robin.
+    static func location(_ global: Int, segments: Int, lanes: Int) -> (lane: Int, position: Int) {
+        let local = global / max(segments, 1)
+        return (local % lanes, local / lanes)
     }
 
     /// The fleet of a global client index (clients are numbered fleet by fleet).
@@ -702,6 +767,8 @@ public struct EngineResult: Sendable {
     /// TLS and WebSocket failures by their reason text ("certificate verify failed: ...", "WebSocket upgrade
     /// refused: HTTP 404 ..."), connect failures and closed connections alike; the counters keep the kind.
     public var transportErrors: [String: UInt64] = [:]
+    /// Segmented runs: the delivery data `fleetbench merge` needs to settle accounting across segments.
+    public var segment: SegmentDelivery?
 
     public init() {}
 }

@@ -18,6 +18,7 @@ extension Lane {
 
     /// SUBACK: every stream without an open window is owed from here.
     func entitlementSubscribed(_ client: Int) {
+        if now > remoteEntitlementDeadline { clients[client].remoteEntitlementWhole = false }
         for index in clients[client].entitledStreams.indices where !clients[client].windowOpen[index] {
             clients[client].windowStart[index] = progress.published(Int(clients[client].entitledStreams[index]))
             clients[client].windowOpen[index] = true
@@ -27,6 +28,7 @@ extension Lane {
     /// The link is gone (any cause, the end of the run included): clean windows end here; persistent ones
     /// remember where, in case the broker turns out to have dropped the session.
     func entitlementCut(_ client: Int) {
+        if !stopping { clients[client].remoteEntitlementWhole = false }
         for index in clients[client].entitledStreams.indices where clients[client].windowOpen[index] {
             let cut = progress.published(Int(clients[client].entitledStreams[index]))
             if clients[client].entitledPersistent[index] && !stopping {

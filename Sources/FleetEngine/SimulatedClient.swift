@@ -149,6 +149,9 @@ struct SimulatedClient {
     var windowStart: [UInt64] = []
     var windowCut: [UInt64] = []
     var windowOpen: [Bool] = []
+    /// Segmented runs: false once the client's entitlement to other segments' streams stopped being the whole
+    /// run (its SUBACK came after the segments' common publishing start, or its link was cut before the end).
+    var remoteEntitlementWhole = true
 
     mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool]) {
         entitledStreams = streams

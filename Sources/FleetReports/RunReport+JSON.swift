@@ -37,6 +37,14 @@ extension RunReport {
         var fleetValues: [JSONValue] = []
         for fleet in fleets { fleetValues.append(try fleet.jsonValue()) }
         root.append(JSONMember("fleets", .array(fleetValues)))
+        if let segments {
+            root.append(JSONMember("segments", .object([
+                JSONMember("index", segments.index.map { .integer(Int64($0)) } ?? .null),
+                JSONMember("count", .integer(Int64(segments.count))),
+                JSONMember("delivery_final", .bool(segments.deliveryFinal)),
+                JSONMember("unverified_pairs", .integer(Int64(clamping: segments.unverifiedPairs))),
+            ])))
+        }
         root.append(JSONMember("environment", environment.jsonValue))
         return .object(root)
     }
@@ -138,7 +146,7 @@ extension RunReport {
         return formatter.string(from: date)
     }
 
-    static func parseRFC3339(_ text: String) -> Date? {
+    public static func parseRFC3339(_ text: String) -> Date? {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

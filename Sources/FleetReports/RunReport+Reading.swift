@@ -125,6 +125,13 @@ extension RunReport {
                 cores: Int(try environment.count("cores")), memoryBytes: try environment.count("memory_bytes"),
                 fleetbenchVersion: try environment.string("fleetbench_version")))
         downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
+        if let object = try top.optionalObject("segments") {
+            var index: Int?
+            if case .integer(let value)? = object.value["index"] { index = Int(value) }
+            segments = SegmentInfo(index: index, count: Int(try object.count("count")),
+                                   deliveryFinal: try object.bool("delivery_final"),
+                                   unverifiedPairs: try object.count("unverified_pairs"))
+        }
     }
 }
 

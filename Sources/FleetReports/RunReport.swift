@@ -39,6 +39,8 @@ public struct RunReport: Sendable {
     /// Per-fleet breakdowns; written when the scenario has more than one fleet.
     public var fleets: [FleetReport]
     public var environment: EnvironmentInfo
+    /// Segmented runs (`run --segment K/N`) and their merge; nil for an ordinary run.
+    public var segments: SegmentInfo?
 
     public init(
         toolVersion: String, scenario: ScenarioInfo, run: RunInfo, brokers: [String] = [],
@@ -526,5 +528,26 @@ public struct EnvironmentInfo: Equatable, Sendable {
         return EnvironmentInfo(
             hostname: info.hostName, os: os, cores: info.activeProcessorCount, memoryBytes: info.physicalMemory,
             fleetbenchVersion: fleetbenchVersion)
+    }
+}
+
+/// report.json's `segments`: which segment a result is, or that it is the merge of all of them.
+public struct SegmentInfo: Equatable, Sendable {
+    /// This result's segment (K of `run --segment K/N`); nil for a merged result.
+    public var index: Int?
+    /// N: how many segments the run has.
+    public var count: Int
+    /// False in a segment's own result (N > 1): delivery across segments is settled only by `fleetbench merge`.
+    public var deliveryFinal: Bool
+    /// Merged results: (subscriber, stream) pairs across segments whose subscriber was not entitled for the whole
+    /// run (subscribed after the common publishing start, or cut before the end): what arrived is taken as
+    /// expected, so their loss is not known.
+    public var unverifiedPairs: UInt64
+
+    public init(index: Int?, count: Int, deliveryFinal: Bool, unverifiedPairs: UInt64 = 0) {
+        self.index = index
+        self.count = count
+        self.deliveryFinal = deliveryFinal
+        self.unverifiedPairs = unverifiedPairs
     }
 }
