@@ -136,7 +136,7 @@ extension RunReport {
     }
 
     /// Microseconds as milliseconds (three decimals: µs precision).
-    static func milliseconds(_ microseconds: UInt64) -> Double { Double(microseconds) / 1000 }
+    public static func milliseconds(_ microseconds: UInt64) -> Double { Double(microseconds) / 1000 }
 
     /// RFC 3339 UTC with milliseconds, e.g. `2026-11-29T15:16:30.123Z`.
     public static func rfc3339(_ date: Date) -> String {
