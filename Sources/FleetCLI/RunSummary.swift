@@ -9,6 +9,19 @@ enum RunSummary {
         let verdict = report.run.interrupted ? "INTERRUPTED" : (report.passed ? "PASSED" : "FAILED")
         lines.append("")
         lines.append("\(report.scenario.name): \(verdict) after \(format(report.run.durationSeconds)) s")
+        if let segments = report.segments {
+            if let index = segments.index, !segments.deliveryFinal {
+                lines.append("  segment       \(index)/\(segments.count): delivery across segments is final only after "
+                    + "`fleetbench merge`; here, messages from other segments count as expected when they arrive")
+            } else if segments.index == nil {
+                var line = "  segments      \(segments.count) merged"
+                if segments.unverifiedPairs > 0 {
+                    line += "; \(segments.unverifiedPairs) subscriber-stream pairs across segments unverified (subscribed "
+                        + "after the common start or cut before the end: what arrived counts as expected)"
+                }
+                lines.append(line)
+            }
+        }
         let connections = report.connections
         lines.append("  connections   attempted \(connections.attempted), succeeded \(connections.succeeded), "
             + "failed \(connections.failed), reconnects \(connections.reconnects), peak \(connections.peakConnected)")

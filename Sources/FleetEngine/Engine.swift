@@ -47,6 +47,10 @@ public final class Engine: @unchecked Sendable {
     public var onPublishStart: (@Sendable () -> Void)?
     /// Called once on `run`'s thread when publishing has stopped on every lane, before the drain.
     public var onPublishEnd: (@Sendable () -> Void)?
+    /// Segmented runs: the segments' common publishing start on the monotonic clock (from the run's wall-clock
+    /// start, so a segment that started late is late against it). Nil: `configuration.publishNotBefore` after
+    /// this process's own start. Set before `run`.
+    public var publishStartAt: UInt64?
 
     struct ReadyState {
         var count = 0
@@ -321,7 +325,7 @@ public final class Engine: @unchecked Sendable {
                 group.leave()
             }
             lane.onSnapshot = { snapshot in mergeQueue.async { merger.add(snapshot) } }
-            if configuration.isSegmented { lane.remoteEntitlementDeadline = origin &+ configuration.publishNotBefore }
+            if configuration.isSegmented { lane.remoteEntitlementDeadline = publishStartAt ?? origin &+ configuration.publishNotBefore }
             lane.start(origin: origin)
         }
         if configuration.waitForReady {
@@ -333,7 +337,7 @@ public final class Engine: @unchecked Sendable {
         if configuration.isSegmented {
             // The segments' common publishing start: no segment publishes before every segment's subscribers
             // had their planned time to subscribe.
-            let notBefore = origin &+ configuration.publishNotBefore
+            let notBefore = publishStartAt ?? origin &+ configuration.publishNotBefore
             while MonotonicClock.now() < notBefore && !shouldStop() {
                 usleep(UInt32(min(50_000, max(100, (notBefore &- MonotonicClock.now()) / 1_000))))
             }
@@ -503,8 +507,10 @@ public final class Engine: @unchecked Sendable {
                 segment.groupStreams.append(SegmentGroupStream(
                     group: index, stream: stream, fleet: group.fleet, qos: Int(streamQoS[stream].rawValue),
                     ranges: merged.ranges(stream: 0), counts: merged.counts(stream: 0, expected: 0)))
-                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
-                    .add(merged.counts(stream: 0, expected: streamLocal[stream] ? published[stream] : 0))
+                // A segment's group members elsewhere may have the rest: here, what arrived is what is expected.
+                let arrived = merged.counts(stream: 0, expected: 0)
+                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)].add(merged.counts(
+                    stream: 0, expected: configuration.isSegmented ? arrived.unique &+ arrived.untracked : published[stream]))
             }
         }
         result.peakConnected = gauges.total.peak

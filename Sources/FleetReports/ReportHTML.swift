@@ -52,6 +52,16 @@ public enum ReportHTML {
         let failed = report.thresholds.filter { !$0.passed }.count
         var notes: [String] = []
         if report.run.interrupted { notes.append("The run was interrupted before its planned end.") }
+        if let segments = report.segments {
+            if let index = segments.index, !segments.deliveryFinal {
+                notes.append("This is segment \(index)/\(segments.count) of a run: delivery across segments is final only "
+                    + "after fleetbench merge; here, messages from other segments count as expected when they arrive.")
+            } else if segments.index == nil {
+                notes.append("Merged from \(segments.count) segments"
+                    + (segments.unverifiedPairs > 0 ? "; \(segments.unverifiedPairs) subscriber-stream pairs across "
+                        + "segments unverified (what arrived counts as expected)." : "."))
+            }
+        }
         if report.generator.saturated {
             let why = report.generator.saturationReasons.joined(separator: "; ")
             notes.append("The generator was saturated, so the broker may not be what limited this run"
