@@ -349,7 +349,7 @@ struct RunCommand {
         let cpuBefore = Self.cpuSeconds()
         // The scenario's duration counts from the first connect, ramps included. The engine publishes only once
         // every client is connected and subscribed (so loss is exact), then until this run's end.
-        let totalDuration = scenario.duration.nanoseconds
+        var totalDuration = scenario.duration.nanoseconds
         let live = LiveStatusBox()
         live.update {
             $0.totalSeconds = scenario.duration.seconds
@@ -415,6 +415,9 @@ struct RunCommand {
                 let late = max(0, -startAt.timeIntervalSinceNow)
                 let publishIn = Double(engine.configuration.publishNotBefore) / 1e9 - late
                 engine.publishStartAt = MonotonicClock.now() &+ UInt64(max(0, publishIn) * 1e9)
+                // And the common end: every segment stops publishing at --start-at plus the duration.
+                let lateNanoseconds = UInt64(late * 1e9)
+                totalDuration = totalDuration > lateNanoseconds ? totalDuration - lateNanoseconds : 0
                 if publishIn < 0 {
                     console.error(String(format: "fleetbench: warning: this segment started %.1f s after --start-at, after "
                         + "the segments' common publishing start: its subscribers' messages from other segments cannot be "
@@ -424,8 +427,9 @@ struct RunCommand {
         }
         let runStart = MonotonicClock.now()
         stages.start(engine: engine)
-        let result = engine.run(duration: totalDuration, shouldStop: {
-            control.stopRequested || MonotonicClock.now() &- runStart >= totalDuration
+        let runDuration = totalDuration
+        let result = engine.run(duration: runDuration, shouldStop: {
+            control.stopRequested || MonotonicClock.now() &- runStart >= runDuration
         })
         progress.finish()
         control.requestStopOfStages()

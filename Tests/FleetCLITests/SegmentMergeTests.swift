@@ -1,4 +1,5 @@
 import FleetBroker
+import FleetReports
 import Foundation
 import Synchronization
 import Testing
@@ -50,11 +51,12 @@ struct SegmentMergeTests {
     }
 
     /// Runs the N segments of one run as N processes at once and returns their folders.
-    static func runSegments(_ count: Int, scenario: String, broker: String, runID: String, under root: String) throws -> [String] {
+    static func runSegments(_ count: Int, scenario: String, broker: String, runID: String, under root: String,
+                            lateSegment: Int? = nil) throws -> [String] {
         let start = Date().addingTimeInterval(2)
         let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        let startAt = formatter.string(from: start.addingTimeInterval(1 - start.timeIntervalSince1970.truncatingRemainder(dividingBy: 1)))
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let startAt = formatter.string(from: start)
         let folders = (0..<count).map { "\(root)/segment-\($0)-of-\(count)" }
         let outcomes = Mutex<[Int: RunEndToEndTests.Outcome]>([:])
         // One thread per segment: all N processes run at once, as the segments of a run must.
@@ -62,6 +64,9 @@ struct SegmentMergeTests {
         for index in 0..<count {
             group.enter()
             Thread.detachNewThread {
+                // A late segment starts 1.5 s after the common start (about 2 s from now): after the common
+                // publishing start (1 s after it), before the common end (3 s after it).
+                if index == lateSegment { Thread.sleep(forTimeInterval: 3.5) }
                 let outcome = try? RunEndToEndTests.run([
                     "run", scenario, "--broker", broker, "--segment", "\(index)/\(count)", "--run-id", runID,
                     "--start-at", startAt, "--segment-grace", "1s", "--out", folders[index], "--quiet",
@@ -74,6 +79,10 @@ struct SegmentMergeTests {
         for index in 0..<count {
             let outcome = try #require(outcomes.withLock { $0[index] })
             #expect(outcome.status == 0, "segment \(index)/\(count): \(outcome.output) \(outcome.error)")
+            if index == lateSegment {
+                #expect(outcome.error.contains("after --start-at, after the segments' common publishing start: its "
+                    + "subscribers' messages from other segments cannot be verified (merge counts them as unverified pairs)"))
+            }
             if count > 1 {
                 #expect(outcome.output.contains("segment       \(index)/\(count): delivery across segments is final only after `fleetbench merge`"))
             }
@@ -152,10 +161,54 @@ struct SegmentMergeTests {
             for name in ["report.html", "junit.xml", "latency.hlog", "report.json"] {
                 #expect(FileManager.default.fileExists(atPath: out + "/" + name), "\(name) missing")
             }
-            // latency.hlog of the merge holds the samples of every segment's log: per second, added.
-            let mergedLog = try String(contentsOfFile: out + "/latency.hlog", encoding: .utf8)
-            #expect(mergedLog.contains("Tag=end_to_end,"))
+            // latency.hlog of the merge holds every sample of every segment's log, per kind, and as many as the
+            // single run's log.
+            let mergedLog = try HistogramLog(parsing: try String(contentsOfFile: out + "/latency.hlog", encoding: .utf8))
+            let singleLog = try HistogramLog(parsing: try String(contentsOfFile: root + "/single/latency.hlog", encoding: .utf8))
+            #expect(Set(mergedLog.tags) == Set(singleLog.tags))
+            for tag in singleLog.tags {
+                var segmentsTotal: UInt64 = 0
+                for folder in folders {
+                    let log = try HistogramLog(parsing: try String(contentsOfFile: folder + "/latency.hlog", encoding: .utf8))
+                    segmentsTotal += log.merged(tag: tag).totalCount
+                }
+                #expect(mergedLog.merged(tag: tag).totalCount == singleLog.merged(tag: tag).totalCount, "N = \(count): \(tag)")
+                #expect(mergedLog.merged(tag: tag).totalCount == segmentsTotal, "N = \(count): \(tag)")
+            }
+            // Intervals are whole seconds on the common base: no two lines of one tag share a start.
+            let starts = mergedLog.intervals.filter { $0.tag == "end_to_end" }.map(\.startSeconds)
+            #expect(Set(starts).count == starts.count)
         }
+    }
+
+    @Test("a segment that starts after the common publishing start: its cross-segment pairs are unverified, never lost")
+    func lateSegment() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let root = RunEndToEndTests.temporaryDirectory("segment-late")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let scenario = try Self.write(Self.scenario, name: "segments-late-scenario")
+        defer { try? FileManager.default.removeItem(atPath: scenario) }
+        // Segment 1 of 2 (odd global indices) holds car-1, 3, 5 and ops-0 (global 7), which subscribes to every
+        // car's telemetry and events.
+        let folders = try Self.runSegments(2, scenario: scenario, broker: broker.url, runID: "1a7e", under: root, lateSegment: 1)
+        let merge = try RunEndToEndTests.run(["merge"] + folders + ["--out", root + "/merged"])
+        let merged = try RunEndToEndTests.report(in: root + "/merged")
+        let segments = try #require(merged["segments"] as? [String: Any])
+        // Unverified: ops-0's pairs with the cars of segment 0 (car-0, 2, 4, 6; telemetry and events: 8) and
+        // car-1's commands from ops-1 (global 8, segment 0). ops-0's pairs with segment 1's own cars are local and
+        // exact; segment 0's subscribers were on time, so their pairs with segment 1's streams are whole.
+        #expect(segments["unverified_pairs"] as? Int == 9)
+        #expect(merge.output.contains("segments      2 merged; 9 subscriber-stream pairs across segments unverified"), "\(merge.output)")
+        let delivery = try #require(merged["delivery"] as? [String: Any])
+        for qos in ["qos0", "qos1", "qos2"] {
+            let counts = try #require(delivery[qos] as? [String: Any])
+            #expect(counts["unexpected"] as? Int == 0, "\(qos)")
+            #expect(counts["lost"] as? Int == 0, "\(qos)")
+        }
+        // Every message was published, in whichever segment, and the merge counts each once.
+        let messages = try #require(merged["messages"] as? [String: Any])
+        #expect((messages["qos1"] as? [String: Any])?["published"] as? Int == 43)
     }
 
     @Test("merge refuses folders of different runs, splits, a segment twice and a missing segment, naming them")
