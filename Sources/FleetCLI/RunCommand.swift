@@ -258,6 +258,11 @@ struct RunCommand {
                 + "give every segment the same time in the future")
             return .usage
         }
+        if let segment, segment.count > 1, scenario.usesEmbeddedBroker {
+            console.error("fleetbench: --segment \(segment.index)/\(segment.count) needs a broker every segment shares (--broker "
+                + "or the scenario's brokers): an embedded mosquitto per segment would split the run's traffic")
+            return .usage
+        }
         if segment != nil && scenario.seed == nil {
             console.error("fleetbench: --segment needs a seed (--seed N or the scenario's \"seed\"): every segment must draw the same random choices")
             return .usage

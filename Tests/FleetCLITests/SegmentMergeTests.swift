@@ -275,6 +275,8 @@ struct SegmentUsageTests {
             (["--start-at", "yesterday"],
              "fleetbench run: --start-at needs an RFC 3339 time such as 2026-12-02T05:00:00Z, got 'yesterday'"),
             (["--start-at", "2020-01-01T00:00:00Z"], "fleetbench: --start-at 2020-01-01T00:00:00.000Z is "),
+            (["--segment", "0/2", "--run-id", "ab", "--start-at", "2030-01-01T00:00:00Z"],
+             "fleetbench: --segment 0/2 needs a broker every segment shares (--broker or the scenario's brokers): an embedded mosquitto per segment would split the run's traffic"),
         ]
         for (options, message) in cases {
             let outcome = try RunEndToEndTests.run(["run", scenario] + options + ["--out", "/tmp/fleetbench-never-\(getpid())"])
