@@ -244,12 +244,14 @@ struct RunCommand {
             }
         }
         // One socket per client: this process (and an embedded mosquitto) can hold only so many.
-        let clients = scenario.fleets.reduce(0) { $0 + $1.count }
+        // A segment holds its share: the global indices i with i mod N = K.
+        let allClients = scenario.fleets.reduce(0) { $0 + $1.count }
+        let clients = segment.map { allClients > $0.index ? (allClients - $0.index + $0.count - 1) / $0.count : 0 } ?? allClients
         let fileLimit = MosquittoBroker.openFileLimitForChild()
         let reserve: UInt64 = 64
         if fileLimit > reserve, UInt64(clients) > fileLimit - reserve {
             console.error("fleetbench: \(clients) clients need \(clients) sockets, but one process may open \(fileLimit) "
-                + "files here (ulimit -n): run fewer clients per process (--scale), or split the fleets over several runs")
+                + "files here (ulimit -n): run fewer clients per process (--scale), or split the run into segments (--segment K/N, then fleetbench merge)")
             return .runtimeFailure
         }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
@@ -358,7 +360,7 @@ struct RunCommand {
         let live = LiveStatusBox()
         live.update {
             $0.totalSeconds = scenario.duration.seconds
-            $0.targetClients = scenario.fleets.reduce(0) { $0 + $1.count }
+            $0.targetClients = clients
         }
         var metricsServer: MiniHTTPServer?
         if let metricsAddress {
@@ -385,7 +387,7 @@ struct RunCommand {
         }
         defer { metricsServer?.stop() }
         let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
-                                       targetClients: scenario.fleets.reduce(0) { $0 + $1.count })
+                                       targetClients: clients)
         engine.onSnapshot = { snapshot in
             live.update { status in
                 status.elapsedSeconds = snapshot.t
