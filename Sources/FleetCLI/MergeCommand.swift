@@ -59,7 +59,37 @@ struct MergeCommand {
         var directory: String
         var report: RunReport
         var segment: SegmentFile
-        var log: HistogramLog
+        /// latency.hlog's interval lines, each histogram compacted as it is read (a full-range histogram per
+        /// interval line would take hundreds of KB: gigabytes for two 10-minute runs).
+        var intervals: [LogInterval]
+    }
+
+    struct LogInterval {
+        var tag: String
+        var startSeconds: Double
+        var histogram: HDRHistogram
+    }
+
+    /// The tagged interval lines of a latency.hlog as fleetbench writes it (`Tag=<tag>,start,length,max,base64`,
+    /// start relative to the log's base time, which is the run's start).
+    static func intervals(inLog text: String, path: String) throws(ReportError) -> [LogInterval] {
+        var intervals: [LogInterval] = []
+        var lineNumber = 0
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            guard line.hasPrefix("Tag=") else { continue }
+            let fields = line.dropFirst(4).split(separator: ",", omittingEmptySubsequences: false)
+            guard fields.count == 5, let start = Double(fields[1]) else {
+                throw ReportError("\(path):\(lineNumber): expected Tag=<tag>,start,length,max,histogram")
+            }
+            do {
+                let histogram = try HDRHistogram(decodingBase64: fields[4]).compacted()
+                intervals.append(LogInterval(tag: String(fields[0]), startSeconds: start, histogram: histogram))
+            } catch {
+                throw ReportError("\(path):\(lineNumber): \(error.description)")
+            }
+        }
+        return intervals
     }
 
     func run(console: Console) -> ExitCode {
@@ -72,13 +102,8 @@ struct MergeCommand {
                 guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else {
                     throw ReportError("\(logPath): cannot read the file")
                 }
-                let log: HistogramLog
-                do {
-                    log = try HistogramLog(parsing: text)
-                } catch {
-                    throw ReportError("\(logPath): \(error.description)")
-                }
-                parts.append(Part(directory: directory, report: report, segment: segment, log: log))
+                parts.append(Part(directory: directory, report: report, segment: segment,
+                                  intervals: try Self.intervals(inLog: text, path: logPath)))
             } catch {
                 console.error("fleetbench merge: \(error)")
                 return .usage
@@ -280,11 +305,11 @@ struct MergeCommand {
 
         // Intervals on the common time base: each segment's seconds from its own start moved to the earliest
         // start, and intervals of the same second added.
-        var seconds: [Int: LatencyRecorder] = [:]
+        var bySecond: [Int: [(kind: LatencyKind, origin: LatencyOrigin, histogram: HDRHistogram)]] = [:]
         for part in parts {
             let offset = part.report.run.startedAt.timeIntervalSince(base)
-            for interval in part.log.intervals {
-                guard let tag = interval.tag else { continue }
+            for interval in part.intervals {
+                let tag = interval.tag
                 let kind: LatencyKind
                 let origin: LatencyOrigin
                 if tag.hasSuffix("_from_sent"), let sentKind = LatencyKind(reportName: String(tag.dropLast("_from_sent".count))) {
@@ -298,8 +323,15 @@ struct MergeCommand {
                     continue
                 }
                 let second = Int((interval.startSeconds + offset).rounded())
-                seconds[second, default: LatencyRecorder()].add(interval.histogram, kind: kind, origin: origin)
+                bySecond[second, default: []].append((kind, origin, interval.histogram))
             }
+        }
+        // One second at a time: added at full range, kept compacted.
+        var seconds: [Int: LatencyRecorder] = [:]
+        for (second, histograms) in bySecond {
+            var recorder = LatencyRecorder()
+            for entry in histograms { recorder.add(entry.histogram, kind: entry.kind, origin: entry.origin) }
+            seconds[second] = recorder.compacted()
         }
         report.latencyIntervals = seconds.keys.sorted().map { second in
             ReportLatencyInterval(startSeconds: Double(second), lengthSeconds: 1, latencies: seconds[second]!)
