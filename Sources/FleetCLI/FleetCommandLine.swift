@@ -12,8 +12,11 @@ public enum FleetCommandLine {
 
         Commands:
           run SCENARIO        run a scenario (starts an embedded mosquitto when no broker is named)
+          pub [options]       run publishers from emqtt-bench-style flags, e.g. pub -c 10 -I 100 -q 1 --with-subscriber
+          sub [options]       run subscribers from flags, e.g. sub -c 100 -t bench/# -q 1
+          conn [options]      connect idle clients from flags, e.g. conn -c 1000 --connect-rate 200
           validate FILE...    check scenario files without running them and print their plan
-          report DIR          re-render report.html and junit.xml from DIR/report.json
+          report DIR          re-render report.html, junit.xml and timeline.csv from DIR/report.json
           compare BASE CAND   compare two report.json files and flag regressions
           help [COMMAND]      show help for a command
 
@@ -68,6 +71,18 @@ public enum FleetCommandLine {
                 console.usageError(error, command: "run", help: RunCommand.help)
                 return .usage
             }
+        case "pub", "sub", "conn":
+            let kind = OneLinerCommand.Kind(rawValue: first)!
+            do {
+                guard let command = try OneLinerCommand.parse(kind, rest) else {
+                    console.print(OneLinerCommand.help(kind))
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.usageError(error, command: first, help: OneLinerCommand.help(kind))
+                return .usage
+            }
         // MARK: report and compare (wt-reports)
         case "report":
             do {
@@ -99,7 +114,7 @@ public enum FleetCommandLine {
     }
 
     /// The commands, in the order the usage lists them.
-    static let commands = ["run", "validate", "report", "compare", "help", "version"]
+    static let commands = ["run", "pub", "sub", "conn", "validate", "report", "compare", "help", "version"]
 
     /// `unknown command 'valdate'; did you mean 'validate'?`: the closest command rather than the whole usage.
     static func unknownCommand(_ word: String, in context: String = "fleetbench") -> String {
@@ -130,6 +145,8 @@ public enum FleetCommandLine {
             console.print(ReportCommand.help)
         case "compare":
             console.print(CompareCommand.help)
+        case "pub", "sub", "conn":
+            console.print(OneLinerCommand.help(OneLinerCommand.Kind(rawValue: command!)!))
         default:
             console.error(unknownCommand(command!, in: "fleetbench help"))
             return .usage

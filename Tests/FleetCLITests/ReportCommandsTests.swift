@@ -144,14 +144,14 @@ struct ReportCommandsTests {
         #expect(result.error == "fleetbench compare: \(bogus): schema: expected \"fleetbench.report/1\", found \"something/else\"\n")
     }
 
-    @Test("report DIR rewrites report.html and junit.xml from report.json")
+    @Test("report DIR rewrites report.html, junit.xml and timeline.csv from report.json")
     func reportRerender() throws {
         let folder = try Self.folder(Self.report(endToEndBase: 1000, name: "nightly"))
         try FileManager.default.removeItem(atPath: folder + "/report.html")
         try FileManager.default.removeItem(atPath: folder + "/junit.xml")
         let result = Self.run(["report", folder])
         #expect(result.code == .success)
-        #expect(result.output == "passed: nightly\nwrote \(folder)/report.html and \(folder)/junit.xml\n")
+        #expect(result.output == "passed: nightly\nwrote \(folder)/report.html, \(folder)/junit.xml and \(folder)/timeline.csv\n")
         #expect(FileManager.default.fileExists(atPath: folder + "/report.html"))
         #expect(FileManager.default.fileExists(atPath: folder + "/junit.xml"))
         #expect(Self.run(["report", folder + "/report.json"]).code == .success)
