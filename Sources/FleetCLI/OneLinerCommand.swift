@@ -119,16 +119,19 @@ struct OneLinerCommand {
               -P, --password PASS     password; prefer the environment: with -u and no -P the password is
                                       read from FLEETBENCH_PASSWORD, and -P '${MY_VAR}' names another variable.
                                       It is never written to the scenario, the report or the screen.
+                                      e.g. FLEETBENCH_PASSWORD=... fleetbench \(kind.rawValue) -u bench
               --client-id PATTERN     client ids, with {i} (default {fleet}-{i}: pub-0, pub-1, ...),
                                       e.g. --client-id bench-{i:05}
               --connect-rate N        new connections per second (default: as fast as 100 in flight allow),
                                       e.g. --connect-rate 500
-              -i, --connect-interval MS  emqtt-bench's -i: milliseconds between connects (1000/MS per second)
+              -i, --connect-interval MS  emqtt-bench's -i: milliseconds between connects (1000/MS per second),
+                                      e.g. -i 10
               --duration D            run time from the first connect (default 10s), e.g. --duration 5m
               --broker URL[,URL...]   brokers (default: an embedded mosquitto on 127.0.0.1), e.g.
                                       --broker mqtt://10.0.0.5:1883
               --host HOST             broker host instead of --broker (with -p), e.g. --host 10.0.0.5
-              -p, --port PORT         broker port (default 1883, 8883 with --tls, 80 with --ws, 443 with both)
+              -p, --port PORT         broker port (default 1883, 8883 with --tls, 80 with --ws, 443 with both),
+                                      e.g. -p 1884
               --tls                   connect over TLS (mqtts; the embedded broker gets a throwaway CA)
               --ws                    connect over WebSocket (ws; wss with --tls)
               --threshold EXPR        a threshold as in scenarios (repeatable), e.g.
@@ -137,11 +140,13 @@ struct OneLinerCommand {
               --print-scenario        print the scenario the flags mean as JSON and exit (run it with
                                       `fleetbench run FILE`)
               --plan                  print the plan of that scenario (as `fleetbench validate`) and exit
-              --out DIR               results folder (default reports/<name>-<UTC yyyymmdd-hhmmss>)
-              --summary-json FILE     also write the summary as JSON (- for standard output)
-              --seed N                seed of every random choice
-              --run-id HEX            the run id written into every message
-              --lanes N               lanes (serial queues) to run clients on
+              --out DIR               results folder (default reports/<name>-<UTC yyyymmdd-hhmmss>),
+                                      e.g. --out /tmp/pub-test
+              --summary-json FILE     also write the summary as JSON (- for standard output; the printed
+                                      summary then goes to standard error), e.g. --summary-json -
+              --seed N                seed of every random choice, e.g. --seed 42
+              --run-id HEX            the run id written into every message, e.g. --run-id 5eed
+              --lanes N               lanes (serial queues) to run clients on, e.g. --lanes 2
               --quiet                 print only the summary
               -h, --help              show this help
             """
@@ -476,6 +481,21 @@ struct OneLinerCommand {
 
     // MARK: Running
 
+    /// `fleetbench pub:12:6: thresholds[0]: ...` → `fleetbench pub: scenario thresholds[0]: ...`: line and column
+    /// of a text nobody wrote say nothing; the JSON path does.
+    static func withoutPositions(_ message: String, label: String) -> String {
+        message.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard line.hasPrefix(label + ":") else { return String(line) }
+            var rest = line.dropFirst(label.count + 1)
+            for _ in 0..<2 {
+                let digits = rest.prefix { $0.isNumber }
+                guard !digits.isEmpty, rest.dropFirst(digits.count).first == ":" else { return String(line) }
+                rest = rest.dropFirst(digits.count + 1)
+            }
+            return label + ": scenario" + rest
+        }.joined(separator: "\n")
+    }
+
     func run(console: Console) -> ExitCode {
         let label = "fleetbench \(kind.rawValue)"
         let text = scenarioText
@@ -487,8 +507,8 @@ struct OneLinerCommand {
             merged.merge(environment) { _, extra in extra }
             scenario = try Scenario.decode(document: try JSONDocument.parse(text: text, file: label), environment: merged)
         } catch {
-            console.error("\(error)")
-            if printScenario { console.error(text) }
+            console.error(Self.withoutPositions("\(error)", label: label)
+                + "\n`\(label) ... --print-scenario` prints the scenario these paths refer to")
             return .invalidScenario
         }
         if printScenario {
