@@ -132,7 +132,7 @@ struct OneLinerCommand {
               --host HOST             broker host instead of --broker (with -p), e.g. --host 10.0.0.5
               -p, --port PORT         broker port (default 1883, 8883 with --tls, 80 with --ws, 443 with both),
                                       e.g. -p 1884
-              --tls                   connect over TLS (mqtts; the embedded broker gets a throwaway CA)
+              -S, --tls               connect over TLS (mqtts; the embedded broker gets a throwaway CA)
               --ws                    connect over WebSocket (ws; wss with --tls)
               --threshold EXPR        a threshold as in scenarios (repeatable), e.g.
                                       --threshold 'latency.end_to_end.p99 < 50ms'
@@ -279,7 +279,7 @@ struct OneLinerCommand {
                     throw fail("--duration needs a duration such as 30s or 5m, got '\(text)'")
                 }
                 command.duration = duration
-            case "--tls": command.tls = true
+            case "-S", "--tls": command.tls = true
             case "--ws": command.webSocket = true
             case "--threshold":
                 let text = try value()

@@ -320,7 +320,7 @@ struct OneLinerTests {
         let rateStream = try #require(((limited["fleets"] as? [[String: Any]])?.first?["publish"] as? [[String: Any]])?.first)
         #expect(rateStream["schedule"] as? NSDictionary == ["type": "rate", "per_second": 4] as NSDictionary)
 
-        let v5 = try scenario(["sub", "-V", "5", "-C", "--tls", "--ws", "--host", "::1"])
+        let v5 = try scenario(["sub", "-V", "5", "-C", "-S", "--ws", "--host", "::1"])
         #expect(v5["brokers"] as? [String] == ["wss://[::1]:443/mqtt"])
         let subscriber = try #require((v5["fleets"] as? [[String: Any]])?.first)
         #expect(subscriber["clean_start"] as? Bool == true)
@@ -333,7 +333,7 @@ struct OneLinerTests {
     func helpListsEveryFlag() {
         let shared = ["-c", "--count", "-V", "--protocol", "-k", "--keepalive", "-C", "--clean", "-u", "--username",
                       "-P", "--password", "--client-id", "--connect-rate", "-i", "--connect-interval", "--duration",
-                      "--broker", "--host", "-p", "--port", "--tls", "--ws", "--threshold", "--name", "--print-scenario",
+                      "--broker", "--host", "-p", "--port", "-S", "--tls", "--ws", "--threshold", "--name", "--print-scenario",
                       "--plan", "--out", "--summary-json", "--seed", "--run-id", "--lanes", "--quiet", "-h", "--help"]
         let pubOnly = ["-I", "--interval", "--rate", "-t", "--topic", "-s", "--size", "-m", "--message", "-q", "--qos",
                        "-r", "--retain", "-L", "--limit", "--with-subscriber"]
