@@ -88,8 +88,8 @@ struct OneLinerCommand {
                   -I, --interval MS       milliseconds between a client's messages (default 1000), or a duration,
                                           e.g. -I 10 or -I 250us
                   --rate N                messages per second per client instead of -I, e.g. --rate 2.5
-                  -t, --topic PATTERN     topic; {i} (client index from 0), {client_id}, and emqtt-bench's %i, %c
-                                          (default fleetbench/{client_id}), e.g. -t bench/%i
+                  -t, --topic PATTERN     topic; {i} (client index from 0), {client_id}, and emqtt-bench's %i, %c,
+                                          %u (the -u user name) (default fleetbench/{client_id}), e.g. -t bench/%i
                   -s, --size BYTES        payload size, at least the 40-byte end-to-end header (default 256),
                                           e.g. -s 1024
                   -m, --message TEXT      payload text instead of -s (taken literally), e.g. -m hello
@@ -102,7 +102,7 @@ struct OneLinerCommand {
         case .sub:
             options += """
 
-                  -t, --topic FILTER      topic filter; {i}, {client_id}, %i, %c and wildcards (default
+                  -t, --topic FILTER      topic filter; {i}, {client_id}, %i, %c, %u and wildcards (default
                                           fleetbench/#), e.g. -t bench/#
                   -q, --qos 0|1|2         QoS of the subscriptions (default 0), e.g. -q 1
                 """
@@ -315,9 +315,14 @@ struct OneLinerCommand {
 
     // MARK: The scenario
 
-    /// emqtt-bench's `%i` and `%c` as fleetbench's `{i}` and `{client_id}`.
-    static func pattern(_ text: String) -> String {
-        text.replacingOccurrences(of: "%i", with: "{i}").replacingOccurrences(of: "%c", with: "{client_id}")
+    /// emqtt-bench's `%i` and `%c` as fleetbench's `{i}` and `{client_id}`, `%u` as the user name.
+    func pattern(_ text: String) -> String {
+        var pattern = text.replacingOccurrences(of: "%i", with: "{i}").replacingOccurrences(of: "%c", with: "{client_id}")
+        if let username {
+            let literal = username.replacingOccurrences(of: "{", with: "{{").replacingOccurrences(of: "}", with: "}}")
+            pattern = pattern.replacingOccurrences(of: "%u", with: literal)
+        }
+        return pattern
     }
 
     /// A publish topic pattern as a filter matching every client's topic: each level with a per-client
@@ -399,12 +404,12 @@ struct OneLinerCommand {
     var scenarioJSON: JSONValue {
         let displayName = name ?? kind.rawValue
         var fleet: [JSONMember] = [JSONMember("name", .string(fleetName)), JSONMember("count", .integer(Int64(count)))]
-        if let clientID { fleet.append(JSONMember("client_id", .string(Self.pattern(clientID)))) }
+        if let clientID { fleet.append(JSONMember("client_id", .string(pattern(clientID)))) }
         fleet += connectionMembers(subscriber: false)
         var fleets: [JSONValue] = []
         switch kind {
         case .pub:
-            let topic = Self.pattern(self.topic ?? "fleetbench/{client_id}")
+            let topic = pattern(self.topic ?? "fleetbench/{client_id}")
             var stream: [JSONMember] = [JSONMember("topic", .string(topic)), JSONMember("qos", .integer(Int64(qos)))]
             if retain { stream.append(JSONMember("retain", .bool(true))) }
             if let rate {
@@ -438,7 +443,7 @@ struct OneLinerCommand {
             }
         case .sub:
             fleet.append(JSONMember("subscriptions", .array([.object([
-                JSONMember("filter", .string(Self.pattern(topic ?? "fleetbench/#"))),
+                JSONMember("filter", .string(pattern(topic ?? "fleetbench/#"))),
                 JSONMember("qos", .integer(Int64(qos))),
             ])])))
             fleets.append(.object(fleet))

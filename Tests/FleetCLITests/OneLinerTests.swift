@@ -320,13 +320,13 @@ struct OneLinerTests {
         let rateStream = try #require(((limited["fleets"] as? [[String: Any]])?.first?["publish"] as? [[String: Any]])?.first)
         #expect(rateStream["schedule"] as? NSDictionary == ["type": "rate", "per_second": 4] as NSDictionary)
 
-        let v5 = try scenario(["sub", "-V", "5", "-C", "-S", "--ws", "--host", "::1"])
+        let v5 = try scenario(["sub", "-V", "5", "-C", "-S", "--ws", "--host", "::1", "-u", "x{y}", "-t", "u/%u/%i/#"])
         #expect(v5["brokers"] as? [String] == ["wss://[::1]:443/mqtt"])
         let subscriber = try #require((v5["fleets"] as? [[String: Any]])?.first)
         #expect(subscriber["clean_start"] as? Bool == true)
         #expect(subscriber["transport"] as? String == "wss")
         #expect(v5["duration"] as? String == "10s")
-        #expect((subscriber["subscriptions"] as? [[String: Any]])?.first?["filter"] as? String == "fleetbench/#")
+        #expect((subscriber["subscriptions"] as? [[String: Any]])?.first?["filter"] as? String == "u/x{{y}}/{i}/#")
     }
 
     @Test("every option each one-liner takes is in its help with an example; fleetbench --help and help pub list them")
