@@ -12,9 +12,9 @@ public enum FleetCommandLine {
 
         Commands:
           run SCENARIO        run a scenario (starts an embedded mosquitto when no broker is named)
-          pub [options]       run publishers from emqtt-bench-style flags, e.g. pub -c 10 -I 100 -q 1 --with-subscriber
-          sub [options]       run subscribers from flags, e.g. sub -c 100 -t bench/# -q 1
-          conn [options]      connect idle clients from flags, e.g. conn -c 1000 --connect-rate 200
+          pub [options]       run publishers from emqtt-bench-style flags, no scenario file needed
+          sub [options]       run subscribers from flags
+          conn [options]      connect idle clients from flags
           validate FILE...    check scenario files without running them and print their plan
           report DIR          re-render report.html, junit.xml and timeline.csv from DIR/report.json
           compare BASE CAND   compare two report.json files and flag regressions

@@ -256,7 +256,9 @@ struct OneLinerTests {
     @Test("flag errors: exact messages, exit 2", arguments: [
         (["pub", "-q", "3"], "fleetbench pub: -q needs 0, 1 or 2, got '3'"),
         (["pub", "--limt", "3"], "fleetbench pub: unknown option '--limt' for pub; did you mean '--limit'?"),
-        (["conn", "-s", "10"], "fleetbench conn: unknown option '-s' for conn; did you mean '-c'?"),
+        (["conn", "--limit", "10"], "fleetbench conn: unknown option '--limit' for conn"),
+        (["sub", "--qso", "1"], "fleetbench sub: unknown option '--qso' for sub"),
+        (["sub", "--topci", "a"], "fleetbench sub: unknown option '--topci' for sub; did you mean '--topic'?"),
         (["sub", "--with-subscriber"], "fleetbench sub: unknown option '--with-subscriber' for sub"),
         (["pub", "-I", "10", "--rate", "3"], "fleetbench pub: give -I/--interval or --rate, not both"),
         (["pub", "-s", "10", "-m", "x"], "fleetbench pub: give -s/--size or -m/--message, not both"),
@@ -354,7 +356,7 @@ struct OneLinerTests {
             #expect(FleetCommandLineTests.run([kind.rawValue, "--help"]).output == help + "\n")
         }
         let usage = FleetCommandLineTests.run(["--help"]).output
-        #expect(usage.contains("\n  pub [options]       run publishers from emqtt-bench-style flags"))
+        #expect(usage.contains("\n  pub [options]       run publishers from emqtt-bench-style flags, no scenario file needed\n"))
         #expect(FleetCommandLineTests.run(["pubb"]).error.hasPrefix("fleetbench: unknown command 'pubb'; did you mean 'pub'?"))
     }
 }
