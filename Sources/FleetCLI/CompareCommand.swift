@@ -2,13 +2,13 @@ import FleetReports
 import FleetScenario
 import Foundation
 
-/// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms] [--format table|markdown|json]
-/// [--all]`: whether the runs are like for like, then what got worse or better between them; exit 99 when something
+/// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms]
+/// [--format table|markdown|json|html] [--all]`: whether the runs are like for like, then what got worse or better between them; exit 99 when something
 /// regressed beyond the tolerance (for CI).
 struct CompareCommand {
     static let help = """
         Usage: fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms]
-                                  [--format table|markdown|json] [--output FILE] [--all]
+                                  [--format table|markdown|json|html] [--output FILE] [--all]
 
         Compares two runs (report.json files, or results folders holding one). It says first what differs
         between the runs (scenario and its settings, brokers, fleetbench version, duration, seed, machine) and
@@ -22,8 +22,11 @@ struct CompareCommand {
           --tolerance PCT     allowed worsening before a regression, in percent (default 10%)
           --latency-floor D   latency changes up to D are not regressions, whatever their percentage
                               (default 1ms, the engine's timing resolution; 0 disables)
-          --format FORMAT     table (default), markdown (for a CI comment) or json
-          --output FILE       also write the comparison to FILE in the chosen format
+          --format FORMAT     table (default), markdown (for a CI comment), json, or html: a self-contained
+                              page with both runs' percentile curves overlaid per latency kind, their
+                              connection and rate curves side by side, and the table, regressions first
+          --output FILE       also write the comparison to FILE in the chosen format; with html, only
+                              there (the table is printed), e.g. --format html --output compare.html
           --all               every row: also the mean, p90 and p999 of each latency (by default p50, p99,
                               max, counts and rates; regressions first). JSON always has every row
           -h, --help          show this help
@@ -33,7 +36,7 @@ struct CompareCommand {
         """
 
     enum Format: String {
-        case table, markdown, json
+        case table, markdown, json, html
     }
 
     var baseline: String
@@ -78,7 +81,7 @@ struct CompareCommand {
             case "--format":
                 let text = try value("--format")
                 guard let parsed = Format(rawValue: text) else {
-                    throw UsageError("--format must be table, markdown or json (got '\(text)')")
+                    throw UsageError("--format must be table, markdown, json or html (got '\(text)')")
                 }
                 format = parsed
             case "--output":
@@ -131,8 +134,14 @@ struct CompareCommand {
         case .table: text = comparison.table(all: all)
         case .markdown: text = comparison.markdown(all: all)
         case .json: text = comparison.json()
+        case .html: text = ComparisonHTML.render(comparison, baseline: reports[0], candidate: reports[1], all: all)
         }
-        console.write(text, to: console.outputDescriptor)
+        // A page is for a browser: with --output it goes only there and the terminal gets the table.
+        if format == .html, let output {
+            console.write(comparison.table(all: all) + "wrote \(output)\n", to: console.outputDescriptor)
+        } else {
+            console.write(text, to: console.outputDescriptor)
+        }
         if let output {
             do {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)

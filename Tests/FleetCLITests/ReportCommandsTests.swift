@@ -47,6 +47,25 @@ struct ReportCommandsTests {
         #expect(all.output.hasSuffix("(latency changes within 1 ms are not counted).\n"))
     }
 
+    @Test("compare --format html: the page to --output (the table printed), or to stdout; the exit code as for text")
+    func compareHTML() throws {
+        let baseline = try Self.folder(Self.report(endToEndBase: 10_000))
+        let candidate = try Self.folder(Self.report(endToEndBase: 15_000))
+        let page = FileManager.default.temporaryDirectory.appendingPathComponent("fleetbench-compare-\(UUID().uuidString).html").path
+        defer { try? FileManager.default.removeItem(atPath: page) }
+        let written = Self.run(["compare", baseline, candidate, "--format", "html", "--output", page])
+        #expect(written.code == .thresholdsFailed)
+        let table = Self.run(["compare", baseline, candidate])
+        #expect(written.output == table.output + "wrote \(page)\n")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.hasPrefix("<!DOCTYPE html>\n"))
+        #expect(html.contains("<div class=\"badge\">REGRESSED</div>"))
+        #expect(html.contains("<figcaption>end_to_end</figcaption>"))
+        let printed = Self.run(["compare", baseline, candidate, "--format=html"])
+        #expect(printed.code == .thresholdsFailed)
+        #expect(printed.output == html)
+    }
+
     @Test("compare: a regression beyond the tolerance exits 99; a wider tolerance lets it pass")
     func compareRegression() throws {
         // p99 10.098 ms -> 15.098 ms: +49.5 %, and 5 ms, beyond the default latency floor.
@@ -116,7 +135,7 @@ struct ReportCommandsTests {
         (["compare", "a", "b", "--tolerance", "x"], .usage,
          "fleetbench compare: --tolerance needs a non-negative percentage such as 10% (got 'x')\n"),
         (["compare", "a", "b", "--format", "xml"], .usage,
-         "fleetbench compare: --format must be table, markdown or json (got 'xml')\n"),
+         "fleetbench compare: --format must be table, markdown, json or html (got 'xml')\n"),
         (["compare", "a", "b", "--tolerance"], .usage, "fleetbench compare: --tolerance needs a value\n"),
         (["compare", "a", "b", "--latency-floor", "x"], .usage,
          "fleetbench compare: --latency-floor needs 0 or a duration such as 1ms, got 'x'\n"),
