@@ -7,7 +7,7 @@ import Foundation
 /// regressed beyond the tolerance (for CI).
 struct CompareCommand {
     static let help = """
-        Usage: fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms]
+        Usage: fleetbench compare BASELINE CANDIDATE [MORE...] [--tolerance 10%] [--latency-floor 1ms]
                                   [--format table|markdown|json|html] [--output FILE] [--all]
 
         Compares two runs (report.json files, or results folders holding one). It says first what differs
@@ -17,6 +17,8 @@ struct CompareCommand {
         or a regression (worse beyond it; any rise from zero in a count is a regression). A latency is a
         regression only when worse beyond the latency floor and beyond what chance explains between two runs;
         a percentile needs enough samples to exist (p99 100, p999 1,000), else it says "too few samples".
+        With more than two runs (e.g. one per release: compare v1 v2 v3), each later run is compared with the
+        first and the table shows them side by side, a trend; it exits 99 when any of them regressed.
 
         Options:
           --tolerance PCT     allowed worsening before a regression, in percent (default 10%)
@@ -41,6 +43,8 @@ struct CompareCommand {
 
     var baseline: String
     var candidate: String
+    /// Runs after the candidate: `compare A B C ...` compares each later run with the first (a trend).
+    var later: [String] = []
     var tolerance: Double = 10
     var latencyFloorMilliseconds = ReportComparison.defaultLatencyFloorMilliseconds
     var format: Format = .table
@@ -94,10 +98,10 @@ struct CompareCommand {
             }
             index += 1
         }
-        guard paths.count == 2 else {
+        guard paths.count >= 2 else {
             throw UsageError("compare needs a baseline and a candidate report, got \(paths.count) path\(paths.count == 1 ? "" : "s")")
         }
-        return CompareCommand(baseline: paths[0], candidate: paths[1], tolerance: tolerance,
+        return CompareCommand(baseline: paths[0], candidate: paths[1], later: Array(paths.dropFirst(2)), tolerance: tolerance,
                               latencyFloorMilliseconds: latencyFloor, format: format, output: output, all: all)
     }
 
@@ -120,13 +124,14 @@ struct CompareCommand {
     }
 
     func run(console: Console) -> ExitCode {
-        let reports: [RunReport]
+        var reports: [RunReport] = []
         do {
-            reports = [try RunReport.load(path: Self.reportPath(baseline)), try RunReport.load(path: Self.reportPath(candidate))]
+            for path in [baseline, candidate] + later { reports.append(try RunReport.load(path: Self.reportPath(path))) }
         } catch {
             console.error("fleetbench compare: \(error.message)")
             return .invalidScenario  // 65, EX_DATAERR: the input file is unusable.
         }
+        if reports.count > 2 { return runTrend(reports, console: console) }
         let comparison = ReportComparison(baseline: reports[0], candidate: reports[1], tolerance: tolerance,
                                           latencyFloorMilliseconds: latencyFloorMilliseconds)
         let text: String
@@ -151,5 +156,31 @@ struct CompareCommand {
             }
         }
         return comparison.hasRegression ? .thresholdsFailed : .success
+    }
+
+    /// `compare A B C ...`: each later run against the first, side by side.
+    func runTrend(_ reports: [RunReport], console: Console) -> ExitCode {
+        let trend = TrendComparison(runs: reports, tolerance: tolerance, latencyFloorMilliseconds: latencyFloorMilliseconds)
+        let text: String
+        switch format {
+        case .table: text = trend.table(all: all)
+        case .markdown: text = trend.markdown(all: all)
+        case .json: text = trend.json()
+        case .html: text = ComparisonHTML.render(trend, runs: reports, all: all)
+        }
+        if format == .html, let output {
+            console.write(trend.table(all: all) + "wrote \(output)\n", to: console.outputDescriptor)
+        } else {
+            console.write(text, to: console.outputDescriptor)
+        }
+        if let output {
+            do {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+            } catch {
+                console.error("fleetbench compare: cannot write \(output): \(error.localizedDescription)")
+                return .runtimeFailure
+            }
+        }
+        return trend.hasRegression ? .thresholdsFailed : .success
     }
 }

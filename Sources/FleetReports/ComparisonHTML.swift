@@ -31,8 +31,10 @@ public enum ComparisonHTML {
             """
         page += verdict(comparison)
         page += rows(comparison, all: all)
-        page += latency(baseline: baseline, candidate: candidate)
-        page += timeline(baseline: baseline, candidate: candidate)
+        let runs = [PlottedRun(name: "baseline", report: baseline, color: baselineColor, dashed: false),
+                    PlottedRun(name: "candidate", report: candidate, color: candidateColor, dashed: true)]
+        page += latency(runs, note: "Baseline solid, candidate dashed.")
+        page += timeline(runs)
         page += "<footer>Written by fleetbench \(HTML.escape(candidate.toolVersion)) · tolerance "
             + "\(HTML.escape(MetricFormat.decimal(comparison.tolerancePercent, places: 3))) %, latency floor "
             + "\(HTML.escape(MetricFormat.decimal(comparison.latencyFloorMilliseconds, places: 3))) ms</footer>\n"
@@ -93,21 +95,27 @@ public enum ComparisonHTML {
         return html + "</section>\n"
     }
 
-    static func latency(baseline: RunReport, candidate: RunReport) -> String {
+    /// A run drawn on the charts: its label, report, colour and line style.
+    struct PlottedRun {
+        var name: String
+        var report: RunReport
+        var color: String
+        var dashed: Bool
+    }
+
+    static func latency(_ runs: [PlottedRun], note: String) -> String {
         var html = "<section id=\"latency\">\n<h2>Latency by percentile</h2>\n"
-        let kinds = LatencyKind.allCases.filter {
-            baseline.latency.kindsWithSamples.contains($0) || candidate.latency.kindsWithSamples.contains($0)
-        }
-        guard !kinds.isEmpty else { return html + "<p class=\"muted\">Neither run has latency samples.</p>\n</section>\n" }
+        let kinds = LatencyKind.allCases.filter { kind in runs.contains { $0.report.latency.kindsWithSamples.contains(kind) } }
+        guard !kinds.isEmpty else { return html + "<p class=\"muted\">No run has latency samples.</p>\n</section>\n" }
         html += "<p class=\"muted\">Milliseconds, each kind from the time its headline figures are measured from "
-            + "(the intended send time for end-to-end and ack latencies). Baseline solid, candidate dashed.</p>\n"
+            + "(the intended send time for end-to-end and ack latencies). \(HTML.escape(note))</p>\n"
         html += "<div class=\"grid2\">\n"
         for kind in kinds {
             var series: [ChartSeries] = []
             var highest = 2.0
-            for (name, report, color, dashed) in [("baseline", baseline, baselineColor, false),
-                                                   ("candidate", candidate, candidateColor, true)] {
-                guard let histogram = ReportComparison.headline(report.latency, kind) else { continue }
+            for run in runs {
+                let (name, color, dashed) = (run.name, run.color, run.dashed)
+                guard let histogram = ReportComparison.headline(run.report.latency, kind) else { continue }
                 let (points, top) = ReportHTML.percentileCurve(histogram)
                 highest = Swift.max(highest, top)
                 series.append(ChartSeries(name: "\(name) (\(histogram.totalCount))", color: color, points: points,
@@ -120,7 +128,7 @@ public enum ComparisonHTML {
                 return line
             }
             let chart = LineChart(
-                title: "\(kind.reportName) latency by percentile, baseline and candidate", xLabel: "percentile",
+                title: "\(kind.reportName) latency by percentile, " + runs.map(\.name).joined(separator: ", "), xLabel: "percentile",
                 yLabel: "ms", series: series, xTicks: LineChart.percentileTicks(decades: decades),
                 xRange: 0...Double(decades), width: 520, height: 270)
             html += "<figure><figcaption>\(HTML.escape(kind.reportName))</figcaption>\n" + chart.svg() + "\n</figure>\n"
@@ -129,13 +137,13 @@ public enum ComparisonHTML {
     }
 
     /// Connected clients and message rates per second, one chart per run side by side, on shared axes.
-    static func timeline(baseline: RunReport, candidate: RunReport) -> String {
+    static func timeline(_ plotted: [PlottedRun]) -> String {
         var html = "<section id=\"timeline\">\n<h2>Over time</h2>\n"
-        let runs = [("baseline", baseline), ("candidate", candidate)].map { name, report in
-            (name, ReportHTML.downsampled(report.timeline, to: ReportHTML.maximumChartPoints))
+        let runs = plotted.map { run in
+            (run, ReportHTML.downsampled(run.report.timeline, to: ReportHTML.maximumChartPoints))
         }
         guard runs.contains(where: { !$0.1.isEmpty }) else {
-            return html + "<p class=\"muted\">Neither run recorded a timeline.</p>\n</section>\n"
+            return html + "<p class=\"muted\">No run recorded a timeline.</p>\n</section>\n"
         }
         let lastT = Swift.max(runs.compactMap { $0.1.last?.t }.max() ?? 1, 1)
         func rates(_ points: [TimelinePoint]) -> (published: [(x: Double, y: Double?)], received: [(x: Double, y: Double?)]) {
@@ -152,8 +160,8 @@ public enum ComparisonHTML {
         }
         var connectedCharts: [LineChart] = []
         var rateCharts: [LineChart] = []
-        for (name, points) in runs {
-            let color = name == "baseline" ? baselineColor : candidateColor
+        for (run, points) in runs {
+            let (name, color) = (run.name, run.color)
             connectedCharts.append(LineChart(
                 title: "Connected clients, \(name)", xLabel: "seconds since start", yLabel: "clients",
                 series: [ChartSeries(name: "connected", color: color, points: points.map { ($0.t, Double($0.connected)) })],
@@ -176,5 +184,67 @@ public enum ComparisonHTML {
             html += "</div>\n"
         }
         return html + "</section>\n"
+    }
+}
+
+extension ComparisonHTML {
+    /// `compare A B C ... --format html`: the trend page. The same sections: `verdict` (which runs regressed against
+    /// the first), `rows` (the trend table: the baseline's value, then each run's value and change; lines with a
+    /// regression first), `latency` (every run's percentile curve on one chart per kind, the baseline solid),
+    /// `timeline` (each run's charts, on shared axes).
+    public static func render(_ trend: TrendComparison, runs: [RunReport], all: Bool = false) -> String {
+        let regressed = trend.hasRegression
+        let last = runs[runs.count - 1]
+        var page = """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta name="generator" content="fleetbench \(HTML.escape(last.toolVersion))">
+            <title>fleetbench compare: \(HTML.escape(last.scenario.name)) trend over \(runs.count) runs \
+            \(regressed ? "REGRESSED" : "no regression")</title>
+            <style>\(ReportHTML.css)\(css)</style>
+            </head>
+            <body>
+            <main>
+
+            """
+        let colors = (0..<runs.count).map { ReportHTML.palette[$0 % ReportHTML.palette.count] }
+        page += "<header id=\"verdict\" class=\"verdict \(regressed ? "fail" : "pass")\">\n"
+        page += "<div class=\"badge\">\(regressed ? "REGRESSED" : "NO REGRESSION")</div>\n"
+        page += "<div class=\"headline\"><h1>\(HTML.escape(trend.summary).replacingOccurrences(of: "\n", with: "<br>"))</h1></div>\n</header>\n"
+        page += "<p class=\"runs\">"
+        let names = [trend.baselineName] + trend.candidateNames
+        for (index, name) in names.enumerated() {
+            page += "<span class=\"swatch\(index == 0 ? "" : " dashed")\" style=\"border-color: \(colors[index])\"></span>"
+                + "run \(index + 1)\(index == 0 ? " (baseline)" : "") <code>\(HTML.escape(name))</code><br>"
+        }
+        page += "</p>\n"
+        for (index, comparison) in trend.comparisons.enumerated() {
+            let line = "run \(index + 2): " + comparison.likeForLikeLine
+            page += comparison.isLikeForLike ? "<p class=\"ok\">\(HTML.escape(line))</p>\n"
+                : "<p class=\"warning\">\(HTML.escape(line))</p>\n"
+        }
+        page += "<section id=\"rows\">\n<h2>Metrics</h2>\n<table>\n<thead><tr><th>Metric</th><th>Unit</th>"
+            + "<th class=\"num\">Run 1 (baseline)</th>"
+            + trend.comparisons.indices.map { "<th class=\"num\">Run \($0 + 2)</th>" }.joined() + "</tr></thead>\n<tbody>\n"
+        for line in trend.lines(all: all) {
+            page += "<tr class=\"\(line.regressed ? "regression" : "same")\"><td><code>\(HTML.escape(line.metric))</code></td>"
+                + "<td>\(HTML.escape(line.unit))</td><td class=\"num\">\(HTML.escape(ReportComparison.value(line.baseline)))</td>"
+            for row in line.rows {
+                page += "<td class=\"num\(row?.verdict == .regression ? " bad" : "")\">\(HTML.escape(TrendComparison.cell(row)))</td>"
+            }
+            page += "</tr>\n"
+        }
+        page += "</tbody>\n</table>\n</section>\n"
+        let plotted = runs.enumerated().map { index, report in
+            PlottedRun(name: "run \(index + 1)", report: report, color: colors[index], dashed: index > 0)
+        }
+        page += latency(plotted, note: "Run 1 (the baseline) solid, later runs dashed.")
+        page += timeline(plotted)
+        page += "<footer>Written by fleetbench \(HTML.escape(last.toolVersion))</footer>\n"
+        page += "</main>\n</body>\n</html>\n"
+        return page
     }
 }

@@ -66,6 +66,23 @@ struct ReportCommandsTests {
         #expect(printed.output == html)
     }
 
+    @Test("compare A B C: each later run against the first, side by side; 99 when any regressed")
+    func compareTrend() throws {
+        let first = try Self.folder(Self.report(endToEndBase: 10_000))
+        let same = try Self.folder(Self.report(endToEndBase: 10_000))
+        let slower = try Self.folder(Self.report(endToEndBase: 15_000))
+        let regressed = Self.run(["compare", first, same, slower])
+        #expect(regressed.code == .thresholdsFailed)
+        #expect(regressed.output.hasPrefix("run 1 (baseline): ci @ 2023-11-14T22:13:20.000Z\nrun 2: ci @ "))
+        #expect(regressed.output.hasSuffix("\n\nrun 3: 5 regressions beyond the 10 % tolerance (latency changes within 1 ms are not counted): "
+            + "latency.end_to_end.mean, latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.max\n"))
+        #expect(Self.run(["compare", first, same, first]).code == .success)
+        let json = Self.run(["compare", first, same, slower, "--format", "json"])
+        #expect(json.output.contains("\"schema\": \"fleetbench.compare-trend/1\""))
+        let html = Self.run(["compare", first, same, slower, "--format", "html"])
+        #expect(html.output.contains("<th class=\"num\">Run 3</th>"))
+    }
+
     @Test("compare: a regression beyond the tolerance exits 99; a wider tolerance lets it pass")
     func compareRegression() throws {
         // p99 10.098 ms -> 15.098 ms: +49.5 %, and 5 ms, beyond the default latency floor.
