@@ -11,7 +11,7 @@ struct AmbiguousRouteValidateTests {
         {"duration": "2s",
          "fleets": [
            {"name": "cars", "count": 1,
-            "publish": [{"topic": "car/{index}/data", "qos": 1, "schedule": {"type": "rate", "per_second": 1}, "payload": {"size": 40}}]},
+            "publish": [{"topic": "car/{i}/data", "qos": 1, "schedule": {"type": "rate", "per_second": 1}, "payload": {"size": 40}}]},
            {"name": "workers", "count": 2, "protocol": "5",
             "subscriptions": \(subscriptions)}
          ]}
@@ -37,7 +37,7 @@ struct AmbiguousRouteValidateTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = directory + "/ambiguous.json"
         try Self.scenario(subscriptions: subscriptions).write(toFile: file, atomically: true, encoding: .utf8)
-        let expected = "\(file):6:30: fleets[1].subscriptions: \(message)\n"
+        let expected = "\(file):6:22: fleets[1].subscriptions: \(message)\n"
         let validate = try RunEndToEndTests.run(["validate", file])
         #expect(validate.status == 65)
         #expect(validate.error == expected + "1 of 1 scenario file invalid\n", "\(validate.error)")
