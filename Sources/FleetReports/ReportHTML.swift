@@ -75,6 +75,11 @@ public enum ReportHTML {
         if e2e.totalCount > 0 {
             figures.append(("End-to-end p99", ms(e2e.valueAtPercentile(99))))
         }
+        if report.requests.sent > 0 {
+            figures.append(("Requests answered", MetricFormat.grouped(report.requests.answered) + " of "
+                + MetricFormat.grouped(report.requests.sent)))
+            figures.append(("Requests timed out", MetricFormat.grouped(report.requests.timedOut)))
+        }
         var html = "<header id=\"verdict\" class=\"verdict \(report.passed ? "pass" : "fail")\">\n"
         html += "<div class=\"badge\">\(report.passed ? "PASSED" : "FAILED")</div>\n"
         html += "<div class=\"headline\"><h1>\(HTML.escape(report.scenario.name))</h1>\n"
