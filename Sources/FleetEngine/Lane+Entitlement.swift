@@ -57,10 +57,14 @@ extension Lane {
 extension Lane {
     /// Messages owed to this lane's connected subscribers through their own (plain) subscriptions that have not
     /// arrived: for every open window, those numbered from its start to the stream's published count that the
-    /// tracker has not seen. Shared-subscription windows are left out (a group's deliveries are spread over
-    /// lanes). The drain's exact end condition (`Engine.drain`). Runs on the lane's queue.
+    /// tracker has not seen; plus this lane's requests still without a response (a request and its response are
+    /// counted on the requester's lane). Shared-subscription windows are left out (a group's deliveries are spread
+    /// over lanes). The drain's exact end condition (`Engine.drain`). Runs on the lane's queue.
     func owedDeliveries() -> UInt64 {
         var owed: UInt64 = 0
+        for fleet in metrics.fleets where fleet.requestsSent > fleet.responsesReceived {
+            owed &+= fleet.requestsSent - fleet.responsesReceived
+        }
         for client in clients.indices where clients[client].phase == .connected {
             let entitled = clients[client].entitledStreams
             for index in entitled.indices where clients[client].windowOpen[index]
