@@ -359,10 +359,11 @@ public final class Engine: @unchecked Sendable {
     /// The end of a run: waits while anything is outstanding, up to `drainTimeout`. It ends as soon as
     /// - no QoS 1/2 message awaits its ack within its deadline on a client that may still get it (connected, or
     ///   offline with a reconnect to come), and
-    /// - every message owed to a connected subscriber through its own subscriptions has arrived (its open
-    ///   entitlement windows, `Lane.owedDeliveries`): exact, no waiting for quiet;
-    /// - with shared-subscription groups (whose deliveries are spread over lanes and not counted here), also
-    ///   nothing arrived for `groupQuiet`.
+    /// - every message owed to a connected subscriber has arrived (its open entitlement windows,
+    ///   `Lane.owedDeliveries`), every shared-subscription group with a connected member has every message from
+    ///   its members' earliest open window on (`Lane.openGroupWindows`, `Lane.groupArrivals`: the lanes' distinct
+    ///   arrivals summed, as a message reaches one member), and every request has its response: exact, no
+    ///   waiting for quiet.
     /// While acks are in but owed messages are missing, it waits for them as long as arrivals go on: it gives up
     /// once nothing arrived for `owedQuiet` (they are lost: QoS 0 dropped, or a broker that lost them).
     /// Acks whose deadline passes during the drain are ack timeouts of their kind; what is still awaited when
@@ -385,23 +386,37 @@ public final class Engine: @unchecked Sendable {
                     owed &+= lane.owedDeliveries()
                 }
             }
+            if !shareGroups.isEmpty { owed &+= owedToGroups() }
             let now = MonotonicClock.now()
             if received != lastReceived {
                 lastReceived = received
                 lastArrival = now
             }
             let quiet = now &- lastArrival
-            if outstanding == 0 {
-                if owed == 0 && (shareGroups.isEmpty || quiet >= Self.groupQuiet) { return }
-                if owed > 0 && quiet >= Self.owedQuiet { return }
-            }
+            if outstanding == 0 && (owed == 0 || quiet >= Self.owedQuiet) { return }
             guard now < deadline else { return }
             usleep(UInt32(min(Self.drainPoll, max(1_000, (deadline - now) / 1_000))))
         }
     }
 
-    /// How long the drain waits without an arrival, with shared-subscription groups, before it ends (ns).
-    static let groupQuiet: UInt64 = 100_000_000
+    /// Messages owed to shared-subscription groups with a connected member that no member has received: from
+    /// the earliest open window of a connected member to the stream's published count. A duplicate across
+    /// members could hide a missing message here (the lanes' counts are summed); it is counted at the end.
+    private func owedToGroups() -> UInt64 {
+        var starts: [UInt64: UInt64] = [:]
+        for lane in lanes { lane.queue.sync { lane.openGroupWindows(into: &starts) } }
+        guard !starts.isEmpty else { return 0 }
+        var arrived: [UInt64: UInt64] = [:]
+        for lane in lanes { lane.queue.sync { lane.groupArrivals(starts, into: &arrived) } }
+        var owed: UInt64 = 0
+        for (key, start) in starts {
+            let published = progress.published(Int(key & 0xFFFF_FFFF))
+            guard published > start else { continue }
+            owed &+= (published - start) &- min(arrived[key] ?? 0, published - start)
+        }
+        return owed
+    }
+
     /// How long the drain waits without an arrival for messages owed but missing before it counts them lost (ns).
     static let owedQuiet: UInt64 = 1_000_000_000
     /// The drain's polling interval (µs).

@@ -58,8 +58,9 @@ extension Lane {
     /// Messages owed to this lane's connected subscribers through their own (plain) subscriptions that have not
     /// arrived: for every open window, those numbered from its start to the stream's published count that the
     /// tracker has not seen; plus this lane's requests still without a response (a request and its response are
-    /// counted on the requester's lane). Shared-subscription windows are left out (a group's deliveries are spread
-    /// over lanes). The drain's exact end condition (`Engine.drain`). Runs on the lane's queue.
+    /// counted on the requester's lane). Shared-subscription windows are left out: a group's deliveries are
+    /// spread over lanes (`openGroupWindows`, `groupArrivals`). Part of the drain's end condition
+    /// (`Engine.drain`). Runs on the lane's queue.
     func owedDeliveries() -> UInt64 {
         var owed: UInt64 = 0
         for fleet in metrics.fleets where fleet.requestsSent > fleet.responsesReceived {
@@ -79,5 +80,32 @@ extension Lane {
             }
         }
         return owed
+    }
+
+    /// The open windows of this lane's connected shared-subscription members: for each group key | stream, the
+    /// earliest start, merged into `starts`. A group is owed every message from the earliest open window of a
+    /// connected member to the stream's published count (every open window runs to now). Runs on the lane's queue.
+    func openGroupWindows(into starts: inout [UInt64: UInt64]) {
+        for client in clients.indices where clients[client].phase == .connected {
+            let entitled = clients[client].entitledStreams
+            for index in entitled.indices where clients[client].windowOpen[index]
+                && clients[client].entitledKeys[index] & Engine.groupKeyTag != 0 {
+                let key = clients[client].entitledKeys[index] | UInt64(entitled[index])
+                let start = clients[client].windowStart[index]
+                starts[key] = min(starts[key] ?? start, start)
+            }
+        }
+    }
+
+    /// Distinct arrivals on this lane under each group key | stream of `starts`, from its start to the stream's
+    /// published count, added to `arrived` (the lanes' counts are summed: a message reaches one member). Runs on
+    /// the lane's queue.
+    func groupArrivals(_ starts: [UInt64: UInt64], into arrived: inout [UInt64: UInt64]) {
+        for (key, start) in starts {
+            guard let dense = metrics.deliveryKeys[key] else { continue }
+            let published = progress.published(Int(key & 0xFFFF_FFFF))
+            guard published > start else { continue }
+            arrived[key, default: 0] &+= metrics.delivery.uniqueCount(stream: dense, in: start..<published)
+        }
     }
 }

@@ -198,7 +198,8 @@ struct EngineSharedSubscriptionEntitlementTests {
         #expect(workers.counters.disconnects[.tunnel] == 2)
         // Before: the group expected all 300 and counted the 0.4 s gap (about 80 messages) as lost.
         #expect(group.expected + group.missedWhileOffline == 300)
-        #expect(group.missedWhileOffline >= 60)
+        // 0.4 s of 2 x 100 msg/s is 80 nominally; a loaded machine publishes fewer in that time (catch-up).
+        #expect(group.missedWhileOffline >= 30)
         #expect(group.duplicated == 0)
         #expect(group.unexpected == 0)
         #expect(group.unique + group.lost == group.expected)
@@ -227,6 +228,36 @@ struct EngineSharedSubscriptionEntitlementTests {
         #expect(group.duplicated == 0)
         #expect(group.unique + group.lost == 300)
         #expect(group.lost <= 1)
+    }
+
+    @Test("deliveries to a group held in a frozen broker past the end of publishing: the drain waits for them")
+    func drainWaitsForGroup() throws {
+        let broker = try MosquittoBroker()
+        let pid = try #require(broker.pid)
+        defer {
+            kill(pid, SIGCONT)
+            broker.stop()
+        }
+        var fleets = Self.fleets(memberQoS: .atMostOnce)
+        fleets[1].count = 1
+        fleets[1].streams[0].plan = .rate(perSecond: 1000)
+        fleets[1].streams[0].messageLimit = 100
+        // Two lanes: the members sit on both, so what the group is owed is counted across lanes.
+        let engine = try EngineSharedSubscriptionTests.engine(fleets, port: broker.port)
+        engine.onPublishStart = {
+            kill(pid, SIGSTOP)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(700)) { kill(pid, SIGCONT) }
+        }
+        let result = engine.run(duration: 300_000_000)
+        let group = try #require(result.fleets["workers"]).delivery[0]
+        #expect(result.counters.published[.atMostOnce] == 100)
+        // No ack is awaited at QoS 0: the drain used to end 100 ms after the last arrival and count all 100 lost.
+        #expect(group.expected == 100)
+        #expect(group.unique == 100)
+        #expect(group.lost == 0)
+        let drain = result.phases.drainEnd &- result.phases.publishEnd
+        #expect(drain >= 300_000_000)
+        #expect(drain < 1_000_000_000)
     }
 
     @Test("the union of members' windows: overlapping and touching windows merge, empty ones drop")
