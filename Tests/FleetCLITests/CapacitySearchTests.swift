@@ -51,7 +51,7 @@ struct CapacitySearchTests {
     func decimals() {
         let result = CapacitySearch.levels(low: 0.5, high: 10, wholeNumbers: false, precision: 0.1) { $0 <= 3 }
         // 0.5 1 2 4(fail) -> 3 (pass) -> 3.5 (fail): 0.5 > 0.3 -> 3.25 (fail): 0.25 <= 0.3.
-        #expect(result.levels == [0.5, 1, 2, 4, 3, 3.25])
+        #expect(result.levels == [0.5, 1, 2, 4, 3, 3.5, 3.25])
         #expect(result.maxPassing == 3)
     }
 

@@ -22,14 +22,15 @@ struct ClosedModelScheduleTests {
         #expect(plan.fleets[0].streams[0].closedModel)
         #expect(plan.render().contains(
             "    publish flood -> t qos 1: max (closed model: as fast as the window or socket allows), 0 subscribers each"))
-        #expect(plan.render().contains("0 msg/s published plus closed-model streams when all are connected"))
+        #expect(plan.render().contains(
+            "  duration: 5s, 2 clients, 0 msg/s published plus closed-model streams, 0 msg/s delivered when all are connected\n"))
     }
 
     @Test("a rate or timing key beside max is an error at its line and column", arguments: [
         (#"{"type": "max", "per_second": 100}"#,
-         "t.json:2:60: fleets[0].publish[0].schedule.per_second: unknown key 'per_second'; expected one of: type"),
+         "t.json:2:85: fleets[0].publish[0].schedule.per_second: unknown key 'per_second'; expected one of: type"),
         (#"{"type": "maxx"}"#,
-         #"t.json:2:69: fleets[0].publish[0].schedule.type: expected one of "interval", "rate", "poisson", "burst", "on_connect", "max", got string "maxx""#),
+         #"t.json:2:78: fleets[0].publish[0].schedule.type: expected one of "interval", "rate", "poisson", "burst", "on_connect", "max", got string "maxx"; did you mean 'max'?"#),
     ])
     func rejects(schedule: String, message: String) {
         #expect(errorText(Self.fixture(schedule)) == message)
