@@ -1,3 +1,4 @@
+import FleetBroker
 import Foundation
 import Testing
 @testable import FleetCLI
@@ -72,6 +73,30 @@ struct CapacityCommandTests {
         #expect(html.contains("knee 24"))
         #expect(html.contains("<svg"))
         #expect(!html.contains("<script"))
+    }
+
+    @Test("with --broker every level runs on that broker: HIGH caps the ramp, then one bisection step")
+    func givenBroker() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let file = try Self.writeScenario()
+        let out = RunEndToEndTests.temporaryDirectory("capacity-broker")
+        defer {
+            try? FileManager.default.removeItem(atPath: file)
+            try? FileManager.default.removeItem(atPath: out)
+        }
+        let result = FleetCommandLineTests.run([
+            "capacity", file, "--vary", "fleets.pub.count=20..30", "--until", "messages.qos1.published <= 250",
+            "--step-duration", "300ms", "--warm-up", "0", "--precision", "20%", "--broker", broker.url, "--out", out,
+        ])
+        #expect(result.code == .success, "\(result.output)\n\(result.error)")
+        let capacity = try Self.json(out + "/capacity.json")
+        // 20 passes, 40 is capped at HIGH 30 (fails), 25 passes (250 <= 250), 30 - 25 <= 20 % of 25: done.
+        #expect((capacity["levels"] as? [[String: Any]])?.map { $0["level"] as? Int } == [20, 30, 25])
+        #expect(capacity["max_passing"] as? Int == 25)
+        #expect(capacity["broker"] as? String == broker.url)
+        let level = try RunEndToEndTests.report(in: out + "/level-03-25")
+        #expect(level["brokers"] as? [String] == [broker.url])
     }
 
     @Test("even LOW failing exits 99 after one level; the warm-up run has its own folder")
