@@ -402,7 +402,11 @@ struct RunCommand {
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
-            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress))
+            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),
+            closedModelStreams: scenario.fleets.flatMap { fleet in
+                fleet.publishes.filter(\.schedule.isClosedModel).map(\.name)
+                    + fleet.requests.filter(\.schedule.isClosedModel).map(\.name)
+            })
         let publishSeconds = Double(result.phases.publishEnd &- result.phases.publishStart) / 1e9
         report.generator.saturationReasons = Self.saturation(
             result: result, publishingCPUSeconds: publishingCPU.seconds, publishSeconds: publishSeconds,

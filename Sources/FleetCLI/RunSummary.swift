@@ -60,6 +60,11 @@ enum RunSummary {
             lines.append("  requests      sent \(report.requests.sent), answered \(report.requests.answered), "
                 + "timed out \(report.requests.timedOut)" + perFleet(report) { $0.requests.timedOut })
         }
+        if !report.generator.closedModelStreams.isEmpty {
+            // Not open-model latency: a closed-model message waits for the window before it counts.
+            lines.append("  closed model  \(report.generator.closedModelStreams.joined(separator: ", ")): as fast as the "
+                + "window or socket allowed; latency from the actual send, not from a planned time")
+        }
         if report.generator.abandonedPublishes > 0 {
             // Given up, not acknowledged and not timed out: the broker lost the session they were in flight in.
             lines.append("  abandoned     \(report.generator.abandonedPublishes) QoS 1/2 publishes in flight when a reconnect found the session gone")

@@ -109,7 +109,10 @@ public final class Engine: @unchecked Sendable {
     public static func defaultTickNanoseconds(configuration: EngineConfiguration, laneCount: Int) -> UInt64 {
         var perSecond = 0.0
         for fleet in configuration.fleets {
-            for stream in fleet.streams { perSecond += Double(fleet.count) * stream.plan.messagesPerSecond }
+            // A closed-model stream sends as fast as it can: a busy lane.
+            for stream in fleet.streams {
+                perSecond += stream.plan.isClosed ? .infinity : Double(fleet.count) * stream.plan.messagesPerSecond
+            }
         }
         return perSecond / Double(max(laneCount, 1)) <= 2_000 ? 100_000 : 1_000_000
     }
@@ -177,7 +180,7 @@ public final class Engine: @unchecked Sendable {
                     }
                     streams.append(StreamState(
                         topic: try MQTTTopicName(topic), streamID: UInt32(id), qos: stream.qos, retain: stream.retain,
-                        payload: payload, schedule: nil, pending: nil, request: request))
+                        payload: payload, closed: stream.plan.isClosed, schedule: nil, pending: nil, request: request))
                 }
                 var subscriptions = settings.subscriptions(index, clientID)
                 if let responder = settings.responder {

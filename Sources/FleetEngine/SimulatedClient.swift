@@ -87,6 +87,8 @@ struct StreamState {
     let qos: MQTTQoS
     let retain: Bool
     let payload: StreamPayload
+    /// Closed-model plan (`PublishPlan.closed`): latency from the actual send, no lag, nothing owed at the end.
+    var closed = false
     var schedule: PublishSchedule?
     /// A message the in-flight window refused; sent first when the window opens.
     var pending: ScheduledSend?

@@ -57,6 +57,11 @@ public enum ReportHTML {
             notes.append("The generator was saturated, so the broker may not be what limited this run"
                 + (why.isEmpty ? "." : ": " + why))
         }
+        if !report.generator.closedModelStreams.isEmpty {
+            notes.append("Closed model: " + report.generator.closedModelStreams.joined(separator: ", ")
+                + " published as fast as each client's in-flight window or socket allowed. Their latency counts "
+                + "from the actual send, so it is not open-model latency (it leaves out the wait for the window).")
+        }
         let e2e = report.latency.histogram(.endToEnd, from: .intended)
         var figures: [(String, String)] = [
             ("Duration", MetricFormat.decimal(report.run.durationSeconds, places: 1) + " s"),

@@ -76,6 +76,7 @@ extension RunReport {
             JSONMember("drain_limit_s", .real(generator.drainLimitSeconds)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),
+            JSONMember("closed_model_streams", .array(generator.closedModelStreams.map { .string($0) })),
         ])
     }
 

@@ -115,6 +115,10 @@ extension RunReport {
                 ioUringUnavailable: try generator.optionalString("io_uring_unavailable"),
                 sourceAddresses: try generator.optionalArray("source_addresses")?.map { element throws(ReportError) in
                     try element.stringValue()
+                } ?? [],
+                // Absent from reports written before closed-model streams existed (none ran so).
+                closedModelStreams: try generator.optionalArray("closed_model_streams")?.map { element throws(ReportError) in
+                    try element.stringValue()
                 } ?? []),
             timeline: try top.array("timeline").map { element throws(ReportError) in
                 try TimelinePoint(try element.asObject())

@@ -380,14 +380,20 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var drainLimitSeconds: Double = 0
     /// Messages that carried no fleetbench header or an unknown stream (engine `foreignMessages`).
     public var foreignMessages: UInt64 = 0
+    /// Streams that ran closed-model (`{"type": "max"}`): each client sent as fast as its window or socket let it.
+    /// Their latency counts from the actual send (they have no intended time and no schedule lag), so it is not
+    /// open-model latency: it does not include waiting for the window.
+    public var closedModelStreams: [String] = []
 
     public init(
         saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
         unsentAtEnd: UInt64 = 0, drainSeconds: Double = 0, drainLimitSeconds: Double = 0,
         receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0,
-        sendPath: String = "", ioUringUnavailable: String? = nil, sourceAddresses: [String] = []
+        sendPath: String = "", ioUringUnavailable: String? = nil, sourceAddresses: [String] = [],
+        closedModelStreams: [String] = []
     ) {
+        self.closedModelStreams = closedModelStreams
         self.sourceAddresses = sourceAddresses
         self.sendPath = sendPath
         self.ioUringUnavailable = ioUringUnavailable
