@@ -18,6 +18,7 @@ public enum FleetCommandLine {
           validate FILE...    check scenario files without running them and print their plan
           report DIR          re-render report.html, junit.xml and timeline.csv from DIR/report.json
           compare BASE CAND   compare two report.json files and flag regressions
+          capacity SCENARIO   find the highest level of one value (--vary) at which the thresholds hold
           help [COMMAND]      show help for a command
 
         Options:
@@ -107,6 +108,17 @@ public enum FleetCommandLine {
                 return .usage
             }
         // MARK: end of report and compare
+        case "capacity":
+            do {
+                guard let command = try CapacityCommand.parse(rest) else {
+                    console.print(CapacityCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.usageError(error, command: "capacity", help: CapacityCommand.help)
+                return .usage
+            }
         default:
             console.error(unknownCommand(first))
             return .usage
@@ -114,7 +126,7 @@ public enum FleetCommandLine {
     }
 
     /// The commands, in the order the usage lists them.
-    static let commands = ["run", "pub", "sub", "conn", "validate", "report", "compare", "help", "version"]
+    static let commands = ["run", "pub", "sub", "conn", "validate", "report", "compare", "capacity", "help", "version"]
 
     /// `unknown command 'valdate'; did you mean 'validate'?`: the closest command rather than the whole usage.
     static func unknownCommand(_ word: String, in context: String = "fleetbench") -> String {
@@ -147,6 +159,8 @@ public enum FleetCommandLine {
             console.print(CompareCommand.help)
         case "pub", "sub", "conn":
             console.print(OneLinerCommand.help(OneLinerCommand.Kind(rawValue: command!)!))
+        case "capacity":
+            console.print(CapacityCommand.help)
         default:
             console.error(unknownCommand(command!, in: "fleetbench help"))
             return .usage
