@@ -183,6 +183,7 @@ struct MergeCommand {
         report.ackTimeouts = AckTimeoutCounts()
         report.downgrades = DowngradeSummary()
         report.latency = LatencyRecorder()
+        report.requests = RequestSummary()
         var generator = parts[0].report.generator
         generator.cpuSeconds = 0
         generator.peakRSSBytes = 0
@@ -204,6 +205,9 @@ struct MergeCommand {
             report.downgrades.subscriptionRefused &+= other.downgrades.subscriptionRefused
             report.downgrades.qos2AckedAsQoS1 &+= other.downgrades.qos2AckedAsQoS1
             report.latency.add(other.latency)
+            report.requests.sent &+= other.requests.sent
+            report.requests.answered &+= other.requests.answered
+            report.requests.timedOut &+= other.requests.timedOut
             generator.cpuSeconds += other.generator.cpuSeconds
             generator.peakRSSBytes &+= other.generator.peakRSSBytes
             generator.lanes += other.generator.lanes
@@ -286,6 +290,7 @@ struct MergeCommand {
             fleet.messages = MessageSummary()
             fleet.ackTimeouts = AckTimeoutCounts()
             fleet.latency = LatencyRecorder()
+            fleet.requests = RequestSummary()
             var foreign: UInt64 = 0
             var retained: UInt64 = 0
             for part in parts {
@@ -294,6 +299,9 @@ struct MergeCommand {
                 add(&fleet.messages, other.messages)
                 fleet.ackTimeouts.add(other.ackTimeouts)
                 fleet.latency.add(other.latency)
+                fleet.requests.sent &+= other.requests.sent
+                fleet.requests.answered &+= other.requests.answered
+                fleet.requests.timedOut &+= other.requests.timedOut
                 foreign &+= other.delivery.foreign
                 retained &+= other.delivery.retainedOnSubscribe
             }
