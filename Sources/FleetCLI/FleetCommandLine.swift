@@ -19,7 +19,7 @@ public enum FleetCommandLine {
           report DIR          re-render report.html, junit.xml and timeline.csv from DIR/report.json
           compare BASE CAND   compare two report.json files and flag regressions
           capacity SCENARIO   find the highest level of one value (--vary) at which the thresholds hold
-          merge DIR... --out DIR  merge the results of a run's segments (run --segment K/N)
+          merge DIR...        merge the results folders of one run's segments into one
           help [COMMAND]      show help for a command
 
         Options:
