@@ -62,7 +62,7 @@ struct RunCommand {
         quits at once.
 
         Exit codes: 0 finished and thresholds passed, 1 runtime failure, 2 usage error, 65 invalid scenario,
-        99 thresholds failed.
+        99 thresholds failed. A segment of N > 1 exits 0 when only thresholds failed: fleetbench merge decides.
         """
 
     var scenarioPath = ""
