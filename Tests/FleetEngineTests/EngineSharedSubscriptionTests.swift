@@ -173,7 +173,7 @@ struct EngineSharedSubscriptionEntitlementTests {
             session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30),
             subscriptions: { _, _ in [MQTTSubscription(filter: "$share/g/ent/+/data", qos: memberQoS)] })
         let stream = EngineStream(topic: { index, _ in "ent/\(index)/data" }, qos: .atMostOnce,
-                                  plan: .rate(perSecond: 100), payloadSize: 64, messageLimit: 150)
+                                  plan: .rate(perSecond: 100), payloadSize: 64, messageLimit: 300)
         let publishers = EngineFleet(
             name: "publishers", count: 2, clientID: { "ent-pub-\($0)" },
             session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30), streams: [stream])
@@ -191,13 +191,13 @@ struct EngineSharedSubscriptionEntitlementTests {
                 _ = try? engine.tunnel(fleet: "workers", fraction: 1, outage: 400_000_000...400_000_000)
             }
         }
-        let result = engine.run(duration: 1_800_000_000)
+        let result = engine.run(duration: 3_300_000_000)
         let workers = try #require(result.fleets["workers"])
         let group = workers.delivery[0]
-        #expect(result.counters.published[.atMostOnce] == 300)
+        #expect(result.counters.published[.atMostOnce] == 600)
         #expect(workers.counters.disconnects[.tunnel] == 2)
-        // Before: the group expected all 300 and counted the 0.4 s gap (about 80 messages) as lost.
-        #expect(group.expected + group.missedWhileOffline == 300)
+        // Before: the group expected all 600 and counted the 0.4 s gap (about 80 messages) as lost.
+        #expect(group.expected + group.missedWhileOffline == 600)
         // 0.4 s of 2 x 100 msg/s is 80 nominally; a loaded machine publishes fewer in that time (catch-up).
         #expect(group.missedWhileOffline >= 30)
         #expect(group.duplicated == 0)
@@ -219,14 +219,14 @@ struct EngineSharedSubscriptionEntitlementTests {
                 _ = try? engine.tunnel(fleet: "workers", fraction: 0.5, outage: 400_000_000...400_000_000)
             }
         }
-        let result = engine.run(duration: 1_800_000_000)
+        let result = engine.run(duration: 3_300_000_000)
         let workers = try #require(result.fleets["workers"])
         let group = workers.delivery[0]
         #expect(workers.counters.disconnects[.tunnel] == 1)
-        #expect(group.expected == 300)
+        #expect(group.expected == 600)
         #expect(group.missedWhileOffline == 0)
         #expect(group.duplicated == 0)
-        #expect(group.unique + group.lost == 300)
+        #expect(group.unique + group.lost == 600)
         #expect(group.lost <= 1)
     }
 
