@@ -413,7 +413,13 @@ struct RunCommand {
         // what it accepts of connections (a threshold on connections.*), as a refusal test would.
         let neverConnectedAccepted = scenario.thresholds.contains { $0.metric.hasPrefix("connections.") }
         let neverConnectedFails = result.counters.neverConnected > 0 && !neverConnectedAccepted
-        report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails
+        // Likewise a broker that granted less than asked (QoS 2 run as QoS 1, a subscription granted a lower QoS
+        // or refused): the run did not test what the scenario asked for, so it fails unless the scenario says what
+        // it accepts of that (a threshold on downgrades.*). RabbitMQ 3.10, for one, has no QoS 2.
+        let downgrades = DowngradeSummary(counters: result.counters)
+        let downgradesAccepted = scenario.thresholds.contains { $0.metric.hasPrefix("downgrades.") }
+        let downgradesFail = downgrades.total > 0 && !downgradesAccepted
+        report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails && !downgradesFail
             && report.thresholds.allSatisfy(\.passed)
 
         var written = true
@@ -440,6 +446,10 @@ struct RunCommand {
             console.error("fleetbench: \(result.counters.neverConnected) client\(result.counters.neverConnected == 1 ? "" : "s") never "
                 + "got connected; add a threshold on connections.* (e.g. \"connections.never_connected <= N\") to accept that")
         }
+        if downgradesFail {
+            console.error("fleetbench: the broker granted less than asked (\(Self.downgradeKinds(downgrades))); add a threshold "
+                + "on downgrades.* (e.g. \"downgrades.qos2_acked_as_qos1 <= N\") to accept that")
+        }
         var regressed = false
         if let baselineReport {
             let comparison = ReportComparison(baseline: baselineReport, candidate: report, tolerance: tolerance,
@@ -447,7 +457,17 @@ struct RunCommand {
             console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table(all: allRows))
             regressed = comparison.hasRegression
         }
-        return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails ? .success : .thresholdsFailed
+        return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails && !downgradesFail
+            ? .success : .thresholdsFailed
+    }
+
+    /// "QoS 2 publishes answered with PUBACK 11, subscriptions granted a lower QoS 5": the kinds counted, in words.
+    static func downgradeKinds(_ downgrades: DowngradeSummary) -> String {
+        var kinds: [String] = []
+        if downgrades.qos2AckedAsQoS1 > 0 { kinds.append("QoS 2 publishes answered with PUBACK \(downgrades.qos2AckedAsQoS1)") }
+        if downgrades.subscriptionQoS > 0 { kinds.append("subscriptions granted a lower QoS \(downgrades.subscriptionQoS)") }
+        if downgrades.subscriptionRefused > 0 { kinds.append("subscriptions refused \(downgrades.subscriptionRefused)") }
+        return kinds.joined(separator: ", ")
     }
 
     // MARK: Helpers
