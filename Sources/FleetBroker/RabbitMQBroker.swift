@@ -35,6 +35,17 @@ public struct RabbitMQLayout: Sendable, Equatable {
     public var nodeName: String
     public var directory: String
 
+    public init(host: String, mqttPort: UInt16, amqpPort: UInt16, distributionPort: UInt16, epmdPort: UInt16,
+                nodeName: String, directory: String) {
+        self.host = host
+        self.mqttPort = mqttPort
+        self.amqpPort = amqpPort
+        self.distributionPort = distributionPort
+        self.epmdPort = epmdPort
+        self.nodeName = nodeName
+        self.directory = directory
+    }
+
     public var configPath: String { directory + "/rabbitmq.conf" }
     public var enabledPluginsPath: String { directory + "/enabled_plugins" }
     public var environmentFilePath: String { directory + "/rabbitmq-env.conf" }
