@@ -20,6 +20,9 @@ struct RunCommand {
 
         Options:
           --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
+          --embedded-broker NAME  the broker started when the scenario names none: mosquitto (default) or
+                                  rabbitmq (a private RabbitMQ node with its MQTT plugin; plain mqtt only,
+                                  no restart stages; Erlang takes seconds to boot)
           --set path=value        override a scenario value (repeatable), e.g. --set fleets.vehicles.count=5000
           --duration D            total run time, e.g. 30s or 5m (same as --set duration=D)
           --seed N                seed of every random choice (same as --set seed=N)
@@ -55,6 +58,8 @@ struct RunCommand {
 
     var scenarioPath = ""
     var brokers: [String] = []
+    /// --embedded-broker: "mosquitto" or "rabbitmq".
+    var embeddedBroker = "mosquitto"
     var overrides: [String] = []
     var outputDirectory: String?
     /// --duration: the run's total time; stages beyond it are cut, the one it falls in is shortened.
@@ -90,6 +95,12 @@ struct RunCommand {
             switch argument {
             case "-h", "--help": return nil
             case "--broker": command.brokers += try value(argument).split(separator: ",").map(String.init)
+            case "--embedded-broker":
+                let name = try value(argument)
+                guard name == "mosquitto" || name == "rabbitmq" else {
+                    throw UsageError("--embedded-broker takes mosquitto or rabbitmq (got '\(name)')")
+                }
+                command.embeddedBroker = name
             case "--set": command.overrides.append(try value(argument))
             case "--duration":
                 let text = try value(argument)
@@ -216,6 +227,37 @@ struct RunCommand {
         }
         let control = RunControl()
         control.installSignalHandlers(console: console)
+
+        // --embedded-broker rabbitmq: a private RabbitMQ node stands in for mosquitto and the run goes on as with
+        // --broker pointing at it (the node is stopped at the end, or by its wrapper if this process dies).
+        var rabbitNode: RabbitMQBroker?
+        defer { rabbitNode?.stop() }
+        if embeddedBroker == "rabbitmq" && scenario.usesEmbeddedBroker {
+            if scenario.fleets.contains(where: { ($0.transport ?? .tcp) != .tcp }) {
+                console.error("fleetbench: --embedded-broker rabbitmq serves plain mqtt only; drop the fleets' transport")
+                return .usage
+            }
+            if scenario.stages.contains(where: { if case .brokerRestart = $0.kind { return true } else { return false } }) {
+                console.error("fleetbench: --embedded-broker rabbitmq cannot restart the broker; restart stages need mosquitto")
+                return .usage
+            }
+            do {
+                let node = try RabbitMQBroker()
+                rabbitNode = node
+                if !quiet {
+                    console.print(String(format: "fleetbench: RabbitMQ node ready at %@ after %.1f s", node.url,
+                                         node.startupSeconds))
+                }
+                guard case .success(let replaced) = scenario.replacingBrokers(with: [node.url]) else {
+                    console.error("fleetbench: cannot use the RabbitMQ node at \(node.url)")
+                    return .runtimeFailure
+                }
+                scenario = replaced
+            } catch {
+                console.error("fleetbench: cannot start the embedded RabbitMQ node: \(error)")
+                return .runtimeFailure
+            }
+        }
 
         // The embedded broker, when the scenario names none.
         var embedded: MosquittoBroker?

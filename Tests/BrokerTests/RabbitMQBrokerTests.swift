@@ -80,6 +80,40 @@ struct RabbitMQBrokerTests {
         return directory
     }
 
+    @Test("fleetbench run --embedded-broker rabbitmq: the quickstart at 3.1.1 passes against a node of its own, which is gone afterwards")
+    func embeddedRabbitMQ() throws {
+        let (outcome, written) = try RabbitMQTests.fleetbench([
+            "run", "scenarios/quickstart.json", "--embedded-broker", "rabbitmq", "--duration", "2s",
+            "--set", "fleets.sensors.protocol=3.1.1", "--set", "fleets.dashboard.protocol=3.1.1",
+            "--set", RabbitMQTests.countThresholds,
+        ], againstNode: false)
+        #expect(outcome.status == 0, "\(outcome.output)\n\(outcome.error)")
+        #expect(outcome.output.hasPrefix("fleetbench: RabbitMQ node ready at mqtt://127.0.0.1:"))
+        let report = try #require(written)
+        #expect(report["passed"] as? Bool == true)
+        let brokers = try #require(report["brokers"] as? [String])
+        #expect(brokers.count == 1)
+        let port = try #require(brokers.first.flatMap { UInt16($0.split(separator: ":").last ?? "") })
+        #expect(!Self.accepts(port: port))
+        let qos1 = try #require((report["messages"] as? [String: Any])?["qos1"] as? [String: Any])
+        #expect((qos1["acked"] as? Int ?? 0) > 0)
+        #expect(qos1["acked"] as? Int == qos1["published"] as? Int)
+    }
+
+    @Test("--embedded-broker: an unknown name, and a non-mqtt transport with rabbitmq, are usage errors (exit 2) before any node starts",
+          arguments: [
+              (["--embedded-broker", "nats"], "fleetbench run: --embedded-broker takes mosquitto or rabbitmq (got 'nats')\n"),
+              (["--embedded-broker", "rabbitmq", "--set", "fleets.sensors.transport=ws"],
+               "fleetbench: --embedded-broker rabbitmq serves plain mqtt only; drop the fleets' transport\n"),
+          ])
+    func embeddedBrokerUsage(arguments: [String], error: String) throws {
+        let (outcome, report) = try RabbitMQTests.fleetbench(["run", "scenarios/quickstart.json"] + arguments,
+                                                             againstNode: false)
+        #expect(outcome.status == 2)
+        #expect(outcome.error.hasPrefix(error), "\(outcome.error)")
+        #expect(report == nil)
+    }
+
     static func accepts(port: UInt16) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(descriptor) }

@@ -17,9 +17,15 @@ extension RabbitMQTests {
 
     struct BinaryMissing: Error, CustomStringConvertible { let description: String }
 
-    /// Runs the newest built fleetbench (scripts/test builds the release one) against the node, in a fresh
-    /// results folder; returns its exit status, output and report.json.
+    /// Runs the newest built fleetbench (scripts/test builds the release one) against the suite's node (unless
+    /// `againstNode` is false), in a fresh results folder; returns its exit status, output and report.json (nil
+    /// when the run wrote none).
     static func fleetbench(_ arguments: [String]) throws -> (Outcome, [String: Any]) {
+        let (outcome, report) = try fleetbench(arguments, againstNode: true)
+        return (outcome, try #require(report, "no report.json: \(outcome)"))
+    }
+
+    static func fleetbench(_ arguments: [String], againstNode: Bool) throws -> (Outcome, [String: Any]?) {
         let candidates = [".build/debug/fleetbench", ".build/release/fleetbench"].map { root.appendingPathComponent($0).path }
         func modified(_ path: String) -> Date {
             ((try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date) ?? .distantPast
@@ -33,7 +39,7 @@ extension RabbitMQTests {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments + ["--broker", try RabbitMQNode.broker().url, "--out", out]
+        process.arguments = arguments + (againstNode ? ["--broker", try RabbitMQNode.broker().url] : []) + ["--out", out]
         process.currentDirectoryURL = root
         let output = Pipe()
         let error = Pipe()
@@ -45,9 +51,8 @@ extension RabbitMQTests {
         process.waitUntilExit()
         let outcome = Outcome(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
                               error: String(decoding: errorData, as: UTF8.self))
-        let data = try Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))
-        let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(outcome)")
-        return (outcome, report)
+        guard let data = FileManager.default.contents(atPath: out + "/report.json") else { return (outcome, nil) }
+        return (outcome, try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
     /// Thresholds on counts only: latency on a shared 2-core machine running the whole test suite says nothing here.
