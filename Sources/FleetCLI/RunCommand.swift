@@ -501,7 +501,8 @@ struct RunCommand {
             console.error("fleetbench: transport error ×\(count): \(reason)")
         }
         let code = exitCode(report: report, result: result, written: written, unreachable: unreachable,
-                            neverConnectedFails: neverConnectedFails, brokerURLs: brokerURLs,
+                            neverConnectedFails: neverConnectedFails, downgrades: downgrades,
+                            downgradesFail: downgradesFail, brokerURLs: brokerURLs,
                             baselineReport: baselineReport, console: console)
         if let summaryJSON {
             let text = JSONWriter.string(from: RunSummaryJSON.value(report, directory: written ? directory : nil,
@@ -522,6 +523,7 @@ struct RunCommand {
 
     /// The run's exit code, with the messages that explain a failure.
     func exitCode(report: RunReport, result: EngineResult, written: Bool, unreachable: Bool, neverConnectedFails: Bool,
+                  downgrades: DowngradeSummary, downgradesFail: Bool,
                   brokerURLs: [String], baselineReport: RunReport?, console: Console) -> ExitCode {
         if unreachable {
             let reasons = report.connections.failuresByReason.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
