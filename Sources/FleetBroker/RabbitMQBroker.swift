@@ -73,7 +73,8 @@ public enum RabbitMQLocator {
 
 /// A private RabbitMQ node with the MQTT plugin, for tests and benchmarks: its own node name, ports (MQTT, AMQP,
 /// Erlang distribution, epmd; all on 127.0.0.1) and data directory under /tmp. `init` returns once the MQTT listener
-/// answers a CONNECT with a CONNACK; `stop()` (or deinit) shuts the node and its private epmd down.
+/// answers a CONNECT with a CONNACK; `stop()` (or deinit) shuts the node and its private epmd down and removes
+/// the data directory.
 ///
 /// The node runs under a small shell wrapper whose standard input is a pipe held by this process: when the pipe
 /// closes (stop, or this process dying, even by SIGKILL), the wrapper stops the node. So a crashed test run does
@@ -148,10 +149,14 @@ public final class RabbitMQBroker: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: layout.directory)
     }
 
-    /// Stops the node gracefully (SIGKILL to its process group after `stopTimeout`), then its private epmd.
-    /// Idempotent.
+    /// Stops the node gracefully (SIGKILL to its process group after `stopTimeout`), then its private epmd, and
+    /// removes its data directory (a node is never restarted; a process that exits without releasing the broker,
+    /// as a benchmark's global does, leaves nothing behind). Idempotent.
     public func stop() {
-        lock.withLock { stopLocked() }
+        lock.withLock {
+            stopLocked()
+            try? FileManager.default.removeItem(atPath: layout.directory)
+        }
     }
 
     /// The last lines of the node's console output and its log file, for error messages.
