@@ -107,7 +107,8 @@ let package = Package(
         .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker"]),
         .testTarget(name: "FleetFuzzTargetsTests", dependencies: ["FleetFuzzTargets"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
-        .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker"]),
+        .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker", "FleetEngine",
+                                                 "FleetMetrics", "MQTTSession", "FleetTransport"]),
     ],
     swiftLanguageModes: [.v6]
 )

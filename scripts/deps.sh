@@ -3,7 +3,10 @@
 # Sourced by scripts/test and scripts/quickstart.
 set -euo pipefail
 
-fleetbench_packages=(mosquitto mosquitto-clients libjansson-dev libssl-dev zlib1g-dev liburing-dev pkg-config openssl)
+# rabbitmq-server (with Erlang): the second broker of the tests and EngineBenchmark, its MQTT plugin run as a private
+# node (Sources/FleetBroker/RabbitMQBroker.swift); the package's own service is not used.
+fleetbench_packages=(mosquitto mosquitto-clients libjansson-dev libssl-dev zlib1g-dev liburing-dev pkg-config openssl
+                     rabbitmq-server)
 
 missing=()
 for package in "${fleetbench_packages[@]}"; do
@@ -16,6 +19,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Debian starts the package's system-wide RabbitMQ node on install (where systemd runs): tests and benchmarks
+    # start private nodes of their own, so a service installed just now is stopped and disabled again.
+    case " ${missing[*]} " in
+        *" rabbitmq-server "*)
+            if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet rabbitmq-server 2>/dev/null; then
+                $sudo systemctl disable --now rabbitmq-server >/dev/null 2>&1 || true
+            fi ;;
+    esac
 fi
 
 # The reference HdrHistogram implementation (Python package hdrhistogram, module hdrh): tests check that it

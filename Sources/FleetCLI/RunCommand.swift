@@ -20,6 +20,9 @@ struct RunCommand {
 
         Options:
           --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
+          --embedded-broker NAME  the broker started when the scenario names none: mosquitto (default) or
+                                  rabbitmq (a private RabbitMQ node with its MQTT plugin; plain mqtt only,
+                                  no restart stages; Erlang takes seconds to boot)
           --set path=value        override a scenario value (repeatable), e.g. --set fleets.vehicles.count=5000
           --duration D            total run time, e.g. 30s or 5m (same as --set duration=D)
           --seed N                seed of every random choice (same as --set seed=N)
@@ -75,6 +78,8 @@ struct RunCommand {
     /// --summary-json: where the summary's figures go as JSON (`-`: standard output); nil: nowhere.
     var summaryJSON: String?
     var brokers: [String] = []
+    /// --embedded-broker: "mosquitto" or "rabbitmq".
+    var embeddedBroker = "mosquitto"
     var overrides: [String] = []
     var outputDirectory: String?
     /// --duration: the run's total time; stages beyond it are cut, the one it falls in is shortened.
@@ -118,6 +123,12 @@ struct RunCommand {
             switch argument {
             case "-h", "--help": return nil
             case "--broker": command.brokers += try value(argument).split(separator: ",").map(String.init)
+            case "--embedded-broker":
+                let name = try value(argument)
+                guard name == "mosquitto" || name == "rabbitmq" else {
+                    throw UsageError("--embedded-broker takes mosquitto or rabbitmq (got '\(name)')")
+                }
+                command.embeddedBroker = name
             case "--set": command.overrides.append(try value(argument))
             case "--duration":
                 let text = try value(argument)
@@ -292,6 +303,37 @@ struct RunCommand {
         }
         let control = RunControl()
         control.installSignalHandlers(console: console)
+
+        // --embedded-broker rabbitmq: a private RabbitMQ node stands in for mosquitto and the run goes on as with
+        // --broker pointing at it (the node is stopped at the end, or by its wrapper if this process dies).
+        var rabbitNode: RabbitMQBroker?
+        defer { rabbitNode?.stop() }
+        if embeddedBroker == "rabbitmq" && scenario.usesEmbeddedBroker {
+            if scenario.fleets.contains(where: { ($0.transport ?? .tcp) != .tcp }) {
+                console.error("fleetbench: --embedded-broker rabbitmq serves plain mqtt only; drop the fleets' transport")
+                return .usage
+            }
+            if scenario.stages.contains(where: { if case .brokerRestart = $0.kind { return true } else { return false } }) {
+                console.error("fleetbench: --embedded-broker rabbitmq cannot restart the broker; restart stages need mosquitto")
+                return .usage
+            }
+            do {
+                let node = try RabbitMQBroker()
+                rabbitNode = node
+                if !quiet {
+                    console.print(String(format: "fleetbench: RabbitMQ node ready at %@ after %.1f s", node.url,
+                                         node.startupSeconds))
+                }
+                guard case .success(let replaced) = scenario.replacingBrokers(with: [node.url]) else {
+                    console.error("fleetbench: cannot use the RabbitMQ node at \(node.url)")
+                    return .runtimeFailure
+                }
+                scenario = replaced
+            } catch {
+                console.error("fleetbench: cannot start the embedded RabbitMQ node: \(error)")
+                return .runtimeFailure
+            }
+        }
 
         // The embedded broker, when the scenario names none.
         var embedded: MosquittoBroker?
@@ -527,7 +569,13 @@ struct RunCommand {
         // what it accepts of connections (a threshold on connections.*), as a refusal test would.
         let neverConnectedAccepted = scenario.thresholds.contains { $0.metric.hasPrefix("connections.") }
         let neverConnectedFails = result.counters.neverConnected > 0 && !neverConnectedAccepted
-        report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails
+        // Likewise a broker that granted less than asked (QoS 2 run as QoS 1, a subscription granted a lower QoS
+        // or refused): the run did not test what the scenario asked for, so it fails unless the scenario says what
+        // it accepts of that (a threshold on downgrades.*). RabbitMQ 3.10, for one, has no QoS 2.
+        let downgrades = DowngradeSummary(counters: result.counters)
+        let downgradesAccepted = scenario.thresholds.contains { $0.metric.hasPrefix("downgrades.") }
+        let downgradesFail = downgrades.total > 0 && !downgradesAccepted
+        report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails && !downgradesFail
             && report.thresholds.allSatisfy(\.passed)
 
         if let segment {
@@ -551,7 +599,8 @@ struct RunCommand {
             console.error("fleetbench: transport error ×\(count): \(reason)")
         }
         let code = exitCode(report: report, result: result, written: written, unreachable: unreachable,
-                            neverConnectedFails: neverConnectedFails, brokerURLs: brokerURLs,
+                            neverConnectedFails: neverConnectedFails, downgrades: downgrades,
+                            downgradesFail: downgradesFail, brokerURLs: brokerURLs,
                             baselineReport: baselineReport, console: console)
         if let summaryJSON {
             let text = JSONWriter.string(from: RunSummaryJSON.value(report, directory: written ? directory : nil,
@@ -572,6 +621,7 @@ struct RunCommand {
 
     /// The run's exit code, with the messages that explain a failure.
     func exitCode(report: RunReport, result: EngineResult, written: Bool, unreachable: Bool, neverConnectedFails: Bool,
+                  downgrades: DowngradeSummary, downgradesFail: Bool,
                   brokerURLs: [String], baselineReport: RunReport?, console: Console) -> ExitCode {
         if unreachable {
             let reasons = report.connections.failuresByReason.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
@@ -583,6 +633,10 @@ struct RunCommand {
         if neverConnectedFails {
             console.error("fleetbench: \(result.counters.neverConnected) client\(result.counters.neverConnected == 1 ? "" : "s") never "
                 + "got connected; add a threshold on connections.* (e.g. \"connections.never_connected <= N\") to accept that")
+        }
+        if downgradesFail {
+            console.error("fleetbench: the broker granted less than asked (\(Self.downgradeKinds(downgrades))); add a threshold "
+                + "on downgrades.* (e.g. \"downgrades.qos2_acked_as_qos1 <= N\") to accept that")
         }
         var regressed = false
         if let baselineReport {
@@ -596,7 +650,17 @@ struct RunCommand {
             if !quiet { console.print("thresholds are decided by `fleetbench merge` on the whole run") }
             return .success
         }
-        return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails ? .success : .thresholdsFailed
+        return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails && !downgradesFail
+            ? .success : .thresholdsFailed
+    }
+
+    /// "QoS 2 publishes answered with PUBACK 11, subscriptions granted a lower QoS 5": the kinds counted, in words.
+    static func downgradeKinds(_ downgrades: DowngradeSummary) -> String {
+        var kinds: [String] = []
+        if downgrades.qos2AckedAsQoS1 > 0 { kinds.append("QoS 2 publishes answered with PUBACK \(downgrades.qos2AckedAsQoS1)") }
+        if downgrades.subscriptionQoS > 0 { kinds.append("subscriptions granted a lower QoS \(downgrades.subscriptionQoS)") }
+        if downgrades.subscriptionRefused > 0 { kinds.append("subscriptions refused \(downgrades.subscriptionRefused)") }
+        return kinds.joined(separator: ", ")
     }
 
     /// The scenario file (or the generated scenario), overridden and decoded.
