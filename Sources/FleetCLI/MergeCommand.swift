@@ -130,7 +130,9 @@ struct MergeCommand {
         }
         console.print(RunSummary.render(merged, directory: written ? directory : nil))
         if !written || merged.run.interrupted { return .runtimeFailure }
-        return merged.thresholds.allSatisfy(\.passed) ? .success : .thresholdsFailed
+        // The same verdict as `run`: thresholds, and clients that never connected or a broker that granted less than
+        // asked unless a threshold on connections.* or downgrades.* says what the scenario accepts.
+        return merged.passed ? .success : .thresholdsFailed
     }
 
     /// Why these folders cannot be merged (nil: they can): different runs, seeds, scenarios or segment counts,
@@ -389,9 +391,11 @@ struct MergeCommand {
                                    limit: threshold.value, passed: outcome.passed)
         }
         let connectionsAccepted = report.thresholds.contains { $0.metric.hasPrefix("connections.") }
+        let downgradesAccepted = report.thresholds.contains { $0.metric.hasPrefix("downgrades.") }
         let unreachable = report.connections.succeeded == 0 && report.connections.attempted > 0
         report.passed = !report.run.interrupted && !unreachable
             && (report.connections.neverConnected == 0 || connectionsAccepted)
+            && (report.downgrades.total == 0 || downgradesAccepted)
             && report.thresholds.allSatisfy(\.passed)
         return report
     }
