@@ -223,15 +223,18 @@ public enum CapacityHTML {
         page += LineChart(title: "throughput", xLabel: report.path, yLabel: "messages/s", series: rates + knee(report, top: top)).svg() + "\n"
         page += "</section>\n"
         page += "<section id=\"levels\"><h2>Levels, in the order tried</h2>\n<table>\n<thead><tr><th>#</th><th>level</th><th>phase</th>"
-            + "<th>verdict</th><th>published/s</th><th>received/s</th><th>e2e p50 ms</th><th>e2e p99 ms</th><th>failed thresholds</th>"
+            + "<th>verdict</th><th class=\"num\">published/s</th><th class=\"num\">received/s</th><th class=\"num\">e2e p50 ms</th>"
+            + "<th class=\"num\">e2e p99 ms</th><th>failed thresholds</th>"
             + "<th>results</th></tr></thead>\n<tbody>\n"
         for (index, level) in report.levels.enumerated() {
             let failed = level.thresholds.filter { !$0.passed }.map(\.expression).joined(separator: "; ")
-            page += "<tr><td>\(index + 1)</td><td>\(format(level.level))</td><td>\(level.phase)</td>"
-                + "<td class=\"\(level.passed ? "ok" : "warning")\">\(level.passed ? "pass" : "FAIL")\(level.saturated ? " (generator saturated)" : "")</td>"
-                + "<td>\(MetricFormat.decimal(level.publishedPerSecond, places: 0))</td><td>\(MetricFormat.decimal(level.receivedPerSecond, places: 0))</td>"
-                + "<td>\(level.endToEndP50Ms.map { MetricFormat.decimal($0, places: 2) } ?? "–")</td>"
-                + "<td>\(level.endToEndP99Ms.map { MetricFormat.decimal($0, places: 2) } ?? "–")</td>"
+            // The verdict as coloured text: `.warning` is a block callout (a bar and a box) and looked broken in a cell.
+            page += "<tr><td class=\"num\">\(index + 1)</td><td class=\"num\">\(format(level.level))</td><td>\(level.phase)</td>"
+                + "<td class=\"\(level.passed ? "ok" : "bad")\">\(level.passed ? "pass" : "FAIL")\(level.saturated ? " (generator saturated)" : "")</td>"
+                + "<td class=\"num\">\(MetricFormat.decimal(level.publishedPerSecond, places: 0))</td>"
+                + "<td class=\"num\">\(MetricFormat.decimal(level.receivedPerSecond, places: 0))</td>"
+                + "<td class=\"num\">\(level.endToEndP50Ms.map { MetricFormat.decimal($0, places: 2) } ?? "–")</td>"
+                + "<td class=\"num\">\(level.endToEndP99Ms.map { MetricFormat.decimal($0, places: 2) } ?? "–")</td>"
                 + "<td>\(HTML.escape(failed))</td><td><code>\(HTML.escape(level.results))</code></td></tr>\n"
         }
         page += "</tbody>\n</table>\n</section>\n"

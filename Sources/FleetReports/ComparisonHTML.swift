@@ -49,8 +49,8 @@ public enum ComparisonHTML {
           margin-right: 6px; }
         .runs .swatch.dashed { border-top-style: dashed; }
         tr.regression { background: #fdecea; }
-        tr.regression td.verdict { color: var(--fail); font-weight: 700; }
-        tr.better td.verdict { color: var(--pass); font-weight: 600; }
+        tr.regression td.row-verdict { color: var(--fail); font-weight: 700; }
+        tr.better td.row-verdict { color: var(--pass); font-weight: 600; }
 
         """
 
@@ -67,15 +67,20 @@ public enum ComparisonHTML {
             html += "<p class=\"ok\">\(HTML.escape(comparison.likeForLikeLine))</p>\n"
         } else {
             html += "<p class=\"warning\">\(HTML.escape(comparison.likeForLikeLine))</p>\n"
-            html += "<table>\n<thead><tr><th>Differs</th><th>Baseline</th><th>Candidate</th></tr></thead>\n<tbody>\n"
-            for difference in comparison.differences {
-                html += "<tr><td>\(HTML.escape(difference.what))</td><td><code>\(HTML.escape(difference.baseline))</code></td>"
-                    + "<td><code>\(HTML.escape(difference.candidate))</code></td></tr>\n"
-            }
-            html += "</tbody>\n</table>\n"
+            html += differences(comparison, candidate: "Candidate")
         }
         if let caution = comparison.caution { html += "<p class=\"warning\">\(HTML.escape(caution))</p>\n" }
         return html
+    }
+
+    /// The table of what differs between the two runs (the like-for-like line ends with a colon before it).
+    static func differences(_ comparison: ReportComparison, candidate: String) -> String {
+        var html = "<table>\n<thead><tr><th>Differs</th><th>Baseline</th><th>\(HTML.escape(candidate))</th></tr></thead>\n<tbody>\n"
+        for difference in comparison.differences {
+            html += "<tr><td>\(HTML.escape(difference.what))</td><td><code>\(HTML.escape(difference.baseline))</code></td>"
+                + "<td><code>\(HTML.escape(difference.candidate))</code></td></tr>\n"
+        }
+        return html + "</tbody>\n</table>\n"
     }
 
     static func rows(_ comparison: ReportComparison, all: Bool) -> String {
@@ -88,7 +93,7 @@ public enum ComparisonHTML {
                 + "<td class=\"num\">\(HTML.escape(ReportComparison.value(row.baseline)))</td>"
                 + "<td class=\"num\">\(HTML.escape(ReportComparison.value(row.candidate)))</td>"
                 + "<td class=\"num\">\(HTML.escape(ReportComparison.change(row)))</td>"
-                + "<td class=\"verdict\">\(HTML.escape(ReportComparison.verdictText(row)))</td></tr>\n"
+                + "<td class=\"row-verdict\">\(HTML.escape(ReportComparison.verdictText(row)))</td></tr>\n"
         }
         html += "</tbody>\n</table>\n"
         if let note = comparison.hiddenNote(all: all) { html += "<p class=\"muted\">\(HTML.escape(note))</p>\n" }
@@ -146,18 +151,6 @@ public enum ComparisonHTML {
             return html + "<p class=\"muted\">No run recorded a timeline.</p>\n</section>\n"
         }
         let lastT = Swift.max(runs.compactMap { $0.1.last?.t }.max() ?? 1, 1)
-        func rates(_ points: [TimelinePoint]) -> (published: [(x: Double, y: Double?)], received: [(x: Double, y: Double?)]) {
-            var published: [(x: Double, y: Double?)] = []
-            var received: [(x: Double, y: Double?)] = []
-            var previous = 0.0
-            for point in points {
-                let span = point.t - previous > 0 ? point.t - previous : 1
-                published.append((point.t, Double(point.published) / span))
-                received.append((point.t, Double(point.received) / span))
-                previous = point.t
-            }
-            return (published, received)
-        }
         var connectedCharts: [LineChart] = []
         var rateCharts: [LineChart] = []
         for (run, points) in runs {
@@ -166,11 +159,13 @@ public enum ComparisonHTML {
                 title: "Connected clients, \(name)", xLabel: "seconds since start", yLabel: "clients",
                 series: [ChartSeries(name: "connected", color: color, points: points.map { ($0.t, Double($0.connected)) })],
                 xRange: 0...lastT, width: 520, height: 220))
-            let (published, received) = rates(points)
+            let (published, received) = ReportHTML.messageRates(points)
+            // Received in a colour of its own: run 3 of a trend is drawn in palette[2], received's usual colour.
+            let receivedColor = color == ReportHTML.palette[2] ? ReportHTML.palette[3] : ReportHTML.palette[2]
             rateCharts.append(LineChart(
                 title: "Message rates, \(name)", xLabel: "seconds since start", yLabel: "messages / s",
                 series: [ChartSeries(name: "published / s", color: color, points: published),
-                         ChartSeries(name: "received / s", color: ReportHTML.palette[2], points: received, dashed: true)],
+                         ChartSeries(name: "received / s", color: receivedColor, points: received, dashed: true)],
                 xRange: 0...lastT, width: 520, height: 220))
         }
         for charts in [connectedCharts, rateCharts] {
@@ -223,8 +218,12 @@ extension ComparisonHTML {
         page += "</p>\n"
         for (index, comparison) in trend.comparisons.enumerated() {
             let line = "run \(index + 2): " + comparison.likeForLikeLine
-            page += comparison.isLikeForLike ? "<p class=\"ok\">\(HTML.escape(line))</p>\n"
-                : "<p class=\"warning\">\(HTML.escape(line))</p>\n"
+            if comparison.isLikeForLike {
+                page += "<p class=\"ok\">\(HTML.escape(line))</p>\n"
+            } else {
+                page += "<p class=\"warning\">\(HTML.escape(line))</p>\n"
+                page += differences(comparison, candidate: "Run \(index + 2)")
+            }
         }
         page += "<section id=\"rows\">\n<h2>Metrics</h2>\n<table>\n<thead><tr><th>Metric</th><th>Unit</th>"
             + "<th class=\"num\">Run 1 (baseline)</th>"

@@ -135,15 +135,7 @@ public enum ReportHTML {
         guard !points.isEmpty else {
             return html + "<p class=\"muted\">No timeline was recorded for this run.</p>\n</section>\n"
         }
-        var publishRate: [(x: Double, y: Double?)] = []
-        var receiveRate: [(x: Double, y: Double?)] = []
-        var previous = 0.0
-        for point in points {
-            let span = point.t - previous > 0 ? point.t - previous : 1
-            publishRate.append((point.t, Double(point.published) / span))
-            receiveRate.append((point.t, Double(point.received) / span))
-            previous = point.t
-        }
+        let (publishRate, receiveRate) = messageRates(points)
         let lastT = Swift.max(points.last?.t ?? 1, 1)
         var charts = [
             LineChart(
@@ -219,6 +211,28 @@ public enum ReportHTML {
                 + chart.svg() + "\n</figure>\n"
         }
         return html + "</div>\n</section>\n"
+    }
+
+    /// Published and received messages per second at each timeline point, over the span since the point before.
+    /// A last point that closes a stub of a second (the run's end, 11 ms after the last whole second, say) is
+    /// merged into the point before: one message over 11 ms would draw as a spike to 90 msg/s at the end of
+    /// every chart; merged, the counts are summed over the summed span, so the rate stays exact.
+    static func messageRates(_ points: [TimelinePoint])
+        -> (published: [(x: Double, y: Double?)], received: [(x: Double, y: Double?)]) {
+        var spans: [(t: Double, span: Double, published: UInt64, received: UInt64)] = []
+        var previous = 0.0
+        for point in points {
+            let span = point.t - previous > 0 ? point.t - previous : 1
+            spans.append((point.t, span, point.published, point.received))
+            previous = point.t
+        }
+        if spans.count >= 2, let last = spans.last, last.span < spans[spans.count - 2].span / 2 {
+            let before = spans.removeLast()
+            let merged = spans.removeLast()
+            spans.append((before.t, merged.span + before.span, merged.published &+ before.published,
+                          merged.received &+ before.received))
+        }
+        return (spans.map { ($0.t, Double($0.published) / $0.span) }, spans.map { ($0.t, Double($0.received) / $0.span) })
     }
 
     /// Timeline charts draw at most this many points, so a day-long soak still makes a small page.

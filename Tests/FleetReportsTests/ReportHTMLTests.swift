@@ -79,6 +79,25 @@ struct ReportHTMLTests {
         #expect(ReportHTML.downsampled(points, to: 10) == points)
     }
 
+    @Test("message rates: a last stub of a second merges into the second before, no spike at the end")
+    func rateStub() {
+        func point(_ t: Double, _ published: UInt64, _ received: UInt64) -> TimelinePoint {
+            TimelinePoint(t: t, connected: 1, published: published, received: received, endToEndP50Ms: nil, endToEndP99Ms: nil)
+        }
+        // The run ended 250 ms after its third second with one message in it: 4 msg/s if drawn on its own (and one
+        // message in 11 ms, as a quickstart run had, drew a spike to 90 msg/s).
+        let stub = ReportHTML.messageRates([point(1, 10, 9), point(2, 20, 18), point(3, 20, 18), point(3.25, 1, 1)])
+        #expect(stub.published.map(\.x) == [1, 2, 3.25])
+        #expect(stub.published.map(\.y) == [10, 20, 16.8])
+        #expect(stub.received.map(\.y) == [9, 18, 15.2])
+        // A last span of at least half the one before is drawn as it is.
+        let half = ReportHTML.messageRates([point(1, 10, 9), point(2, 20, 18), point(2.5, 10, 8)])
+        #expect(half.published.map(\.x) == [1, 2, 2.5])
+        #expect(half.published.map(\.y) == [10, 20, 20])
+        #expect(half.received.map(\.y) == [9, 18, 16])
+        #expect(ReportHTML.messageRates([point(0.25, 1, 1)]).published.map(\.y) == [4])
+    }
+
     @Test("a day-long timeline keeps the page small")
     func dayLongTimeline() {
         var report = SampleReports.make()

@@ -67,4 +67,25 @@ struct TrendComparisonTests {
         #expect(rows.contains("<th class=\"num\">Run 3</th></tr>"))
         #expect(rows.contains("<td class=\"num bad\">1.98 (+100 %) REGRESSION</td>"))
     }
+
+    @Test("the trend page lists what differs under each run's NOT like for like line; received keeps its own colour")
+    func trendDifferences() throws {
+        var interrupted = SampleReports.make()
+        interrupted.run.interrupted = true
+        let runs = [SampleReports.make(), SampleReports.make(), interrupted]
+        let trend = TrendComparison(runs: runs, tolerance: 10, latencyFloorMilliseconds: 0)
+        #expect(trend.comparisons[0].isLikeForLike)
+        #expect(!trend.comparisons[1].isLikeForLike)
+        let page = ComparisonHTML.render(trend, runs: runs)
+        let line = HTML.escape("run 3: " + trend.comparisons[1].likeForLikeLine)
+        #expect(page.contains("<p class=\"warning\">\(line)</p>\n<table>\n<thead><tr><th>Differs</th><th>Baseline</th>"
+            + "<th>Run 3</th></tr></thead>\n<tbody>\n<tr><td>interrupted</td><td><code>no</code></td><td><code>yes</code></td></tr>\n"))
+        #expect(ComparisonHTMLTests.count("<th>Differs</th>", in: page) == 1)
+        // Run 3 is drawn in palette[2], the colour received / s has on the other charts: its received line takes palette[3].
+        let timeline = try ComparisonHTMLTests.section("timeline", in: page)
+        let run3 = try #require(timeline.components(separatedBy: "<figure>").first { $0.contains("<figcaption>Message rates, run 3<") })
+        #expect(run3.contains("stroke=\"\(ReportHTML.palette[3])\""))
+        let run2 = try #require(timeline.components(separatedBy: "<figure>").first { $0.contains("<figcaption>Message rates, run 2<") })
+        #expect(!run2.contains("stroke=\"\(ReportHTML.palette[3])\""))
+    }
 }
