@@ -12,10 +12,14 @@ public enum FleetCommandLine {
 
         Commands:
           run SCENARIO        run a scenario (starts an embedded mosquitto when no broker is named)
+          pub [options]       run publishers from emqtt-bench-style flags, no scenario file needed
+          sub [options]       run subscribers from flags
+          conn [options]      connect idle clients from flags
           validate FILE...    check scenario files without running them and print their plan
-          report DIR          re-render report.html and junit.xml from DIR/report.json
+          report DIR          re-render report.html, junit.xml and timeline.csv from DIR/report.json
           compare BASE CAND   compare two report.json files and flag regressions
           capacity SCENARIO   find the highest level of one value (--vary) at which the thresholds hold
+          merge DIR...        merge the results folders of one run's segments into one
           help [COMMAND]      show help for a command
 
         Options:
@@ -69,6 +73,18 @@ public enum FleetCommandLine {
                 console.usageError(error, command: "run", help: RunCommand.help)
                 return .usage
             }
+        case "pub", "sub", "conn":
+            let kind = OneLinerCommand.Kind(rawValue: first)!
+            do {
+                guard let command = try OneLinerCommand.parse(kind, rest) else {
+                    console.print(OneLinerCommand.help(kind))
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.usageError(error, command: first, help: OneLinerCommand.help(kind))
+                return .usage
+            }
         // MARK: report and compare (wt-reports)
         case "report":
             do {
@@ -93,6 +109,17 @@ public enum FleetCommandLine {
                 return .usage
             }
         // MARK: end of report and compare
+        case "merge":
+            do {
+                guard let command = try MergeCommand.parse(rest) else {
+                    console.print(MergeCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.usageError(error, command: "merge", help: MergeCommand.help)
+                return .usage
+            }
         case "capacity":
             do {
                 guard let command = try CapacityCommand.parse(rest) else {
@@ -111,7 +138,7 @@ public enum FleetCommandLine {
     }
 
     /// The commands, in the order the usage lists them.
-    static let commands = ["run", "validate", "report", "compare", "capacity", "help", "version"]
+    static let commands = ["run", "pub", "sub", "conn", "validate", "report", "compare", "capacity", "merge", "help", "version"]
 
     /// `unknown command 'valdate'; did you mean 'validate'?`: the closest command rather than the whole usage.
     static func unknownCommand(_ word: String, in context: String = "fleetbench") -> String {
@@ -142,8 +169,12 @@ public enum FleetCommandLine {
             console.print(ReportCommand.help)
         case "compare":
             console.print(CompareCommand.help)
+        case "pub", "sub", "conn":
+            console.print(OneLinerCommand.help(OneLinerCommand.Kind(rawValue: command!)!))
         case "capacity":
             console.print(CapacityCommand.help)
+        case "merge":
+            console.print(MergeCommand.help)
         default:
             console.error(unknownCommand(command!, in: "fleetbench help"))
             return .usage

@@ -15,8 +15,8 @@ struct RunCommand {
 
         Runs a scenario: connects its fleets, drives their publish/subscribe patterns and faults, measures
         latency (from the intended send time), delivery and ack timeouts, checks the thresholds and writes the
-        results folder (report.json, report.html, junit.xml, latency.hlog). With no broker in the scenario and
-        no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and stops it at the end.
+        results folder (report.json, report.html, junit.xml, latency.hlog, timeline.csv). With no broker in the
+        scenario and no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and stops it at the end.
 
         Options:
           --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
@@ -25,6 +25,15 @@ struct RunCommand {
           --seed N                seed of every random choice (same as --set seed=N)
           --run-id HEX            the run id written into every message (1 to 16 hex digits, not 0);
                                   give every process of one run the same (default: random)
+          --segment K/N           run segment K (0 to N-1) of N: the clients whose global index i has
+                                  i mod N = K, in every fleet; the N segments together send exactly
+                                  the traffic of one run (merge their folders with fleetbench merge).
+                                  N > 1 needs --run-id and --start-at, the same in every segment
+          --start-at TIME         start at this RFC 3339 time (e.g. 2026-12-02T05:00:00Z), waiting until
+                                  then; refused when more than 5 s in the past
+          --segment-grace D       with N > 1 segments: publishing starts D after the planned connects
+                                  (ramps, connect rates) in every segment, so all segments' subscribers
+                                  are subscribed first (default 5s)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
@@ -43,6 +52,9 @@ struct RunCommand {
           --latency-floor D       latency changes up to D against the baseline are not regressions,
                                   whatever their percentage (default 1ms; 0 disables)
           --all                   with --baseline: every row of the comparison, not only the key ones
+          --summary-json FILE     also write the summary's figures and the results folder as JSON to FILE
+                                  (- for standard output; the printed summary then goes to standard error),
+                                  e.g. --summary-json summary.json (docs/report-format.md)
           --quiet                 print only the summary
           -h, --help              show this help
 
@@ -50,10 +62,18 @@ struct RunCommand {
         quits at once.
 
         Exit codes: 0 finished and thresholds passed, 1 runtime failure, 2 usage error, 65 invalid scenario,
-        99 thresholds failed.
+        99 thresholds failed. A segment of N > 1 exits 0 when only thresholds failed: fleetbench merge decides.
         """
 
     var scenarioPath = ""
+    /// A scenario built in memory (`fleetbench pub`, `sub`, `conn`): its JSON text, read instead of `scenarioPath`,
+    /// which then only names it in the report. nil: the scenario is the file at `scenarioPath`.
+    var generatedScenario: String?
+    /// Variables the scenario's `${NAME}` references may use besides the process environment (a one-liner's
+    /// `-P` password, kept out of the scenario text).
+    var extraEnvironment: [String: String] = [:]
+    /// --summary-json: where the summary's figures go as JSON (`-`: standard output); nil: nowhere.
+    var summaryJSON: String?
     var brokers: [String] = []
     var overrides: [String] = []
     var outputDirectory: String?
@@ -75,6 +95,14 @@ struct RunCommand {
     var quiet = false
     /// --all: every row of the baseline comparison.
     var allRows = false
+    /// --segment K/N.
+    var segment: (index: Int, count: Int)?
+    /// --start-at: when the run (every segment) starts.
+    var startAt: Date?
+    /// --segment-grace, ns.
+    var segmentGrace: UInt64 = 5_000_000_000
+    /// How far in the past --start-at may be (the segments' processes start at slightly different moments).
+    static let startAtPastLimit: TimeInterval = 5
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
         var command = RunCommand()
@@ -105,6 +133,26 @@ struct RunCommand {
                 }
                 command.runID = runID
             case "--out": command.outputDirectory = try value(argument)
+            case "--segment":
+                let text = try value(argument)
+                let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+                guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
+                      count <= 100_000, index >= 0, index < count else {
+                    throw UsageError("--segment needs K/N with N from 1 to 100000 and K from 0 to N-1, e.g. 0/4, got '\(text)'")
+                }
+                command.segment = (index, count)
+            case "--start-at":
+                let text = try value(argument)
+                guard let date = RunReport.parseRFC3339(text) else {
+                    throw UsageError("--start-at needs an RFC 3339 time such as 2026-12-02T05:00:00Z, got '\(text)'")
+                }
+                command.startAt = date
+            case "--segment-grace":
+                let text = try value(argument)
+                guard case .success(let span) = TimeSpan.parse(text) else {
+                    throw UsageError("--segment-grace needs a duration such as 5s, got '\(text)'")
+                }
+                command.segmentGrace = span.nanoseconds
             case "--lanes":
                 let text = try value(argument)
                 guard let lanes = Int(text), lanes > 0, lanes <= 256 else {
@@ -150,6 +198,7 @@ struct RunCommand {
                 command.latencyFloorMilliseconds = try CompareCommand.parseLatencyFloor(try value(argument))
             case "--quiet": command.quiet = true
             case "--all": command.allRows = true
+            case "--summary-json": command.summaryJSON = try value(argument)
             default:
                 if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "run", help: help) }
                 positional.append(argument)
@@ -160,19 +209,30 @@ struct RunCommand {
             throw UsageError(positional.isEmpty ? "run needs a scenario file" : "run takes one scenario file, got \(positional.count)")
         }
         command.scenarioPath = positional[0]
+        if let segment = command.segment, segment.count > 1 {
+            guard command.runID != nil else {
+                throw UsageError("--segment \(segment.index)/\(segment.count) needs --run-id: every segment of a run must carry the same run id")
+            }
+            guard command.startAt != nil else {
+                throw UsageError("--segment \(segment.index)/\(segment.count) needs --start-at: every segment of a run must start at the same time")
+            }
+        }
         return command
     }
 
-    func run(console: Console) -> ExitCode {
-        guard FileManager.default.isReadableFile(atPath: scenarioPath) else {
-            console.error("\(scenarioPath): cannot read the file (does it exist?)")
-            return .invalidScenario
-        }
+    func run(console given: Console) -> ExitCode {
+        // With the summary's JSON on standard output, everything else printed goes to standard error.
+        var console = given
+        if summaryJSON == "-" { console.outputDescriptor = given.errorDescriptor }
         var scenario: Scenario
         do {
-            scenario = try Scenario.load(path: scenarioPath, overrides: overrides, environment: ProcessInfo.processInfo.environment)
+            scenario = try loadScenario()
         } catch {
             console.error(error.description)
+            return .invalidScenario
+        }
+        if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: scenarioPath) {
+            console.error(refusal)
             return .invalidScenario
         }
         if let duration { scenario.trim(to: duration) }
@@ -199,16 +259,32 @@ struct RunCommand {
             }
         }
         // One socket per client: this process (and an embedded mosquitto) can hold only so many.
-        let clients = scenario.fleets.reduce(0) { $0 + $1.count }
+        // A segment holds its share: the global indices i with i mod N = K.
+        let allClients = scenario.fleets.reduce(0) { $0 + $1.count }
+        let clients = segment.map { allClients > $0.index ? (allClients - $0.index + $0.count - 1) / $0.count : 0 } ?? allClients
         let fileLimit = MosquittoBroker.openFileLimitForChild()
         let reserve: UInt64 = 64
         if fileLimit > reserve, UInt64(clients) > fileLimit - reserve {
             console.error("fleetbench: \(clients) clients need \(clients) sockets, but one process may open \(fileLimit) "
-                + "files here (ulimit -n): run fewer clients per process (--scale), or split the fleets over several runs")
+                + "files here (ulimit -n): run fewer clients per process (--scale), or split the run into segments (--segment K/N, then fleetbench merge)")
             return .runtimeFailure
         }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
-        let startedAt = Date()
+        if let startAt, startAt.timeIntervalSinceNow < -Self.startAtPastLimit {
+            console.error("fleetbench: --start-at \(RunReport.rfc3339(startAt)) is \(Int(-startAt.timeIntervalSinceNow)) s in the past; "
+                + "give every segment the same time in the future")
+            return .usage
+        }
+        if let segment, segment.count > 1, scenario.usesEmbeddedBroker {
+            console.error("fleetbench: --segment \(segment.index)/\(segment.count) needs a broker every segment shares (--broker "
+                + "or the scenario's brokers): an embedded mosquitto per segment would split the run's traffic")
+            return .usage
+        }
+        if segment != nil && scenario.seed == nil {
+            console.error("fleetbench: --segment needs a seed (--seed N or the scenario's \"seed\"): every segment must draw the same random choices")
+            return .usage
+        }
+        let startedAt = startAt ?? Date()
         let directory = ResultsFolder.absolute(outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))")
         if let problem = ResultsFolder.writabilityProblem(directory) {
             console.error("fleetbench: cannot write results to \(directory): \(problem); nothing was run")
@@ -260,7 +336,7 @@ struct RunCommand {
         var report = RunReport(
             toolVersion: FleetVersion.current,
             scenario: ScenarioInfo(
-                name: scenario.name, file: scenarioPath, sha256: Self.sha256(ofFile: scenarioPath),
+                name: scenario.name, file: scenarioPath, sha256: scenarioSHA256(),
                 description: scenario.description.isEmpty ? nil : scenario.description,
                 redacted: effectiveScenarioJSON(scenario)),
             run: RunInfo(startedAt: startedAt, durationSeconds: 0, interrupted: false, seed: seed),
@@ -276,6 +352,11 @@ struct RunCommand {
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
             configuration.batchedSends = batchedSends
             if let runID { configuration.runID = runID }
+            if let segment {
+                configuration.segmentIndex = segment.index
+                configuration.segmentCount = segment.count
+                configuration.publishNotBefore = Engine.plannedConnectSpan(configuration) &+ segmentGrace
+            }
             engine = try Engine(configuration: configuration)
             report.run.runID = engine.runID
         } catch {
@@ -290,11 +371,11 @@ struct RunCommand {
         let cpuBefore = Self.cpuSeconds()
         // The scenario's duration counts from the first connect, ramps included. The engine publishes only once
         // every client is connected and subscribed (so loss is exact), then until this run's end.
-        let totalDuration = scenario.duration.nanoseconds
+        var totalDuration = scenario.duration.nanoseconds
         let live = LiveStatusBox()
         live.update {
             $0.totalSeconds = scenario.duration.seconds
-            $0.targetClients = scenario.fleets.reduce(0) { $0 + $1.count }
+            $0.targetClients = clients
         }
         var metricsServer: MiniHTTPServer?
         if let metricsAddress {
@@ -321,7 +402,7 @@ struct RunCommand {
         }
         defer { metricsServer?.stop() }
         let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
-                                       targetClients: scenario.fleets.reduce(0) { $0 + $1.count })
+                                       targetClients: clients)
         engine.onSnapshot = { snapshot in
             live.update { status in
                 status.elapsedSeconds = snapshot.t
@@ -343,10 +424,34 @@ struct RunCommand {
         engine.onPublishStart = { publishingCPU.mark(start: true, seconds: Self.cpuSeconds()) }
         engine.onPublishEnd = { publishingCPU.mark(start: false, seconds: Self.cpuSeconds()) }
         let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
+        if let startAt {
+            // Every segment starts connecting at the same moment: the common time base of their results.
+            if !quiet && startAt.timeIntervalSinceNow > 0.5 {
+                console.print("waiting until \(RunReport.rfc3339(startAt)) to start")
+            }
+            while startAt.timeIntervalSinceNow > 0 && !control.stopRequested {
+                usleep(UInt32(min(50_000, max(100, startAt.timeIntervalSinceNow * 1e6))))
+            }
+            if segment.map({ $0.count > 1 }) == true {
+                // The common publishing start, counted from the common start time rather than this process's.
+                let late = max(0, -startAt.timeIntervalSinceNow)
+                let publishIn = Double(engine.configuration.publishNotBefore) / 1e9 - late
+                engine.publishStartAt = MonotonicClock.now() &+ UInt64(max(0, publishIn) * 1e9)
+                // And the common end: every segment stops publishing at --start-at plus the duration.
+                let lateNanoseconds = UInt64(late * 1e9)
+                totalDuration = totalDuration > lateNanoseconds ? totalDuration - lateNanoseconds : 0
+                if publishIn < 0 {
+                    console.error(String(format: "fleetbench: warning: this segment started %.1f s after --start-at, after "
+                        + "the segments' common publishing start: its subscribers' messages from other segments cannot be "
+                        + "verified (merge counts them as unverified pairs)", late))
+                }
+            }
+        }
         let runStart = MonotonicClock.now()
         stages.start(engine: engine)
-        let result = engine.run(duration: totalDuration, shouldStop: {
-            control.stopRequested || MonotonicClock.now() &- runStart >= totalDuration
+        let runDuration = totalDuration
+        let result = engine.run(duration: runDuration, shouldStop: {
+            control.stopRequested || MonotonicClock.now() &- runStart >= runDuration
         })
         progress.finish()
         control.requestStopOfStages()
@@ -380,9 +485,14 @@ struct RunCommand {
                     latency: fleetResult.latency)
                 fleetReport.messages.unackedAtEnd = fleetResult.unackedAtEnd
                 fleetReport.ackTimeoutSeconds = Self.ackTimeoutSeconds(fleet)
+                fleetReport.requests = Self.requests(fleetResult)
+                fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
+                fleetReport.droppedSlots = fleetResult.droppedSlots
+                fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
                 return fleetReport
             }
         }
+        report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
@@ -420,9 +530,17 @@ struct RunCommand {
         report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails
             && report.thresholds.allSatisfy(\.passed)
 
+        if let segment {
+            report.segments = SegmentInfo(index: segment.index, count: segment.count, deliveryFinal: segment.count == 1)
+        }
         var written = true
         do {
             try ResultsFolder.write(report, to: directory)
+            if let segment, let data = result.segment {
+                try SegmentFile(runID: engine.runID, seed: seed, scenarioSHA256: report.scenario.sha256,
+                                index: segment.index, count: segment.count, delivery: data,
+                                requests: Self.requestTotals(result)).write(to: directory)
+            }
         } catch {
             console.error("fleetbench: cannot write results to \(directory): \(error)")
             written = false
@@ -432,7 +550,29 @@ struct RunCommand {
         for (reason, count) in result.transportErrors.sorted(by: { $0.value > $1.value }) {
             console.error("fleetbench: transport error ×\(count): \(reason)")
         }
+        let code = exitCode(report: report, result: result, written: written, unreachable: unreachable,
+                            neverConnectedFails: neverConnectedFails, brokerURLs: brokerURLs,
+                            baselineReport: baselineReport, console: console)
+        if let summaryJSON {
+            let text = JSONWriter.string(from: RunSummaryJSON.value(report, directory: written ? directory : nil,
+                                                                 exitCode: code.rawValue))
+            if summaryJSON == "-" {
+                given.write(text, to: given.outputDescriptor)
+            } else {
+                do {
+                    try ReportWriter.writeFile(text, to: ResultsFolder.absolute(summaryJSON))
+                } catch {
+                    console.error("fleetbench: \(error.message)")
+                    return code == .success ? .runtimeFailure : code
+                }
+            }
+        }
+        return code
+    }
 
+    /// The run's exit code, with the messages that explain a failure.
+    func exitCode(report: RunReport, result: EngineResult, written: Bool, unreachable: Bool, neverConnectedFails: Bool,
+                  brokerURLs: [String], baselineReport: RunReport?, console: Console) -> ExitCode {
         if unreachable {
             let reasons = report.connections.failuresByReason.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
             console.error("fleetbench: no client could connect to \(brokerURLs.joined(separator: ", ")) (\(reasons))")
@@ -451,10 +591,57 @@ struct RunCommand {
             console.print("\ncompared with \(baseline ?? ""):\n" + comparison.table(all: allRows))
             regressed = comparison.hasRegression
         }
+        if let segment, segment.count > 1 {
+            // A segment's thresholds see only its share: `fleetbench merge` decides on the whole run.
+            if !quiet { console.print("thresholds are decided by `fleetbench merge` on the whole run") }
+            return .success
+        }
         return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails ? .success : .thresholdsFailed
     }
 
+    /// The scenario file (or the generated scenario), overridden and decoded.
+    func loadScenario() throws(RunLoadError) -> Scenario {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(extraEnvironment) { _, extra in extra }
+        guard let generatedScenario else {
+            guard FileManager.default.isReadableFile(atPath: scenarioPath) else {
+                throw RunLoadError(description: "\(scenarioPath): cannot read the file (does it exist?)")
+            }
+            do {
+                return try Scenario.load(path: scenarioPath, overrides: overrides, environment: environment)
+            } catch {
+                throw RunLoadError(description: error.description)
+            }
+        }
+        do {
+            let document = try JSONDocument.parse(text: generatedScenario, file: scenarioPath)
+            return try Scenario.decode(document: document, overrides: overrides, environment: environment)
+        } catch {
+            throw RunLoadError(description: "\(error)")
+        }
+    }
+
+    struct RunLoadError: Error, CustomStringConvertible { let description: String }
+
+    /// SHA-256 of the scenario's bytes: the file's, or the generated text's.
+    func scenarioSHA256() -> String {
+        if let generatedScenario { return Self.sha256(of: Array(generatedScenario.utf8)) }
+        guard let data = FileManager.default.contents(atPath: scenarioPath) else { return "" }
+        return Self.sha256(of: [UInt8](data))
+    }
+
     // MARK: Helpers
+
+    /// Requests sent, answered and timed out over every fleet (for `requests.*` thresholds after a merge).
+    static func requestTotals(_ result: EngineResult) -> SegmentFile.Requests {
+        var totals = SegmentFile.Requests()
+        for fleet in result.fleets.values {
+            totals.sent &+= fleet.requestsSent
+            totals.answered &+= fleet.responsesReceived
+            totals.timedOut &+= fleet.requestsTimedOut
+        }
+        return totals
+    }
 
     /// `--metrics-listen`: a bare port (or `:port`) listens on loopback only; anything else binds where it says.
     static func metricsAddress(_ text: String) -> SocketAddress? {
@@ -465,7 +652,9 @@ struct RunCommand {
 
     /// The scenario file as this run used it: `--set`, `--duration` and `--scale` applied, secrets masked.
     func effectiveScenarioJSON(_ scenario: Scenario) -> JSONValue? {
-        guard var root = (try? JSONDocument.load(path: scenarioPath))?.root else { return nil }
+        let document = generatedScenario.map { try? JSONDocument.parse(text: $0, file: scenarioPath) }
+            ?? (try? JSONDocument.load(path: scenarioPath))
+        guard var root = document?.root else { return nil }
         var applied = overrides
         if let duration { applied.append("duration=\"\(duration)\"") }
         if scale != nil {
@@ -505,6 +694,11 @@ struct RunCommand {
 
     /// The brokers of the run: the embedded mosquitto's listeners (plain, websockets, TLS with the throwaway CA)
     /// or the scenario's endpoints, resolved.
+    /// A fleet's requester figures as report.json writes them (the `requests.*` thresholds read the same).
+    static func requests(_ fleet: EngineFleetResult) -> RequestSummary {
+        RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
+    }
+
     static func runBrokers(
         embedded: MosquittoBroker?, certificates: ThrowawayCertificates?, scenario: Scenario
     ) throws -> [RunBroker] {
@@ -576,11 +770,10 @@ struct RunCommand {
         return formatter.string(from: date)
     }
 
-    static func sha256(ofFile path: String) -> String {
-        guard let data = FileManager.default.contents(atPath: path) else { return "" }
+    static func sha256(of bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        data.withUnsafeBytes { bytes in
-            _ = SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &digest)
+        bytes.withUnsafeBufferPointer { buffer in
+            _ = SHA256(buffer.baseAddress, buffer.count, &digest)
         }
         return digest.map { String(format: "%02x", $0) }.joined()
     }

@@ -9,6 +9,19 @@ enum RunSummary {
         let verdict = report.run.interrupted ? "INTERRUPTED" : (report.passed ? "PASSED" : "FAILED")
         lines.append("")
         lines.append("\(report.scenario.name): \(verdict) after \(format(report.run.durationSeconds)) s")
+        if let segments = report.segments {
+            if let index = segments.index, !segments.deliveryFinal {
+                lines.append("  segment       \(index)/\(segments.count): delivery across segments is final only after "
+                    + "`fleetbench merge`; here, messages from other segments count as expected when they arrive")
+            } else if segments.index == nil {
+                var line = "  segments      \(segments.count) merged"
+                if segments.unverifiedPairs > 0 {
+                    line += "; \(segments.unverifiedPairs) subscriber-stream pairs across segments unverified (subscribed "
+                        + "after the common start or cut before the end: what arrived counts as expected)"
+                }
+                lines.append(line)
+            }
+        }
         let connections = report.connections
         lines.append("  connections   attempted \(connections.attempted), succeeded \(connections.succeeded), "
             + "failed \(connections.failed), reconnects \(connections.reconnects), peak \(connections.peakConnected)")
@@ -43,7 +56,8 @@ enum RunSummary {
             if downgrades.subscriptionQoS > 0 { kinds.append("subscription_qos \(downgrades.subscriptionQoS)") }
             if downgrades.subscriptionRefused > 0 { kinds.append("subscription_refused \(downgrades.subscriptionRefused)") }
             if downgrades.qos2AckedAsQoS1 > 0 { kinds.append("qos2_acked_as_qos1 \(downgrades.qos2AckedAsQoS1)") }
-            lines.append("  downgrades    " + kinds.joined(separator: ", "))
+            lines.append("  downgrades    " + kinds.joined(separator: ", ")
+                + perFleet(report) { $0.downgrades.total })
         }
         if report.ackTimeouts.total > 0 {
             let kinds = AckKind.allCases.filter { report.ackTimeouts[$0] > 0 }
@@ -51,7 +65,13 @@ enum RunSummary {
             lines.append("  ack timeouts  \(kinds)")
         }
         if report.generator.unsentAtEnd > 0 || report.generator.droppedSlots > 0 {
-            lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd), dropped \(report.generator.droppedSlots)")
+            lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd)"
+                + perFleet(report) { $0.unsentAtEnd } + ", dropped \(report.generator.droppedSlots)"
+                + perFleet(report) { $0.droppedSlots })
+        }
+        if report.requests.sent > 0 {
+            lines.append("  requests      sent \(report.requests.sent), answered \(report.requests.answered), "
+                + "timed out \(report.requests.timedOut)" + perFleet(report) { $0.requests.timedOut })
         }
         if !report.generator.closedModelStreams.isEmpty {
             // Not open-model latency: a closed-model message waits for the window before it counts.
@@ -86,6 +106,13 @@ enum RunSummary {
             + (report.generator.ioUringUnavailable.map { ", writes by send(2): io_uring unavailable (\($0))" } ?? ""))
         if let directory { lines.append("  results       \(directory)") }
         return lines.joined(separator: "\n")
+    }
+
+    /// " (fleet-a 3, fleet-b 1)": the fleets with a non-zero share of a figure, when the report has fleets and
+    /// the figure is not zero; empty otherwise.
+    static func perFleet(_ report: RunReport, _ value: (FleetReport) -> UInt64) -> String {
+        let shares = report.fleets.filter { value($0) > 0 }.map { "\($0.name) \(value($0))" }
+        return shares.isEmpty ? "" : " (" + shares.joined(separator: ", ") + ")"
     }
 
     static func formatObserved(_ value: Double, metric: String) -> String {

@@ -201,6 +201,7 @@ enum ScenarioMapping {
             fleets.append(engineFleet)
         }
         return EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes, seed: seed,
+                                   readyTimeout: scenario.readyTimeoutDuration.nanoseconds,
                                    drainTimeout: scenario.drainDuration.nanoseconds)
     }
 

@@ -3,8 +3,9 @@
 /// duplicated and reordered, and to tell this run's messages from anyone else's.
 ///
 /// Times are monotonic-clock readings (ns). That works because publishers and subscribers of one run share a
-/// process and its clock. Across processes or machines the monotonic clocks are unrelated: such a setup would
-/// need wall-clock timestamps and an aligned clock (PTP/NTP offset) instead. The run id already is shared by
+/// clock: one process, or the segments of a run (`--segment K/N`) on one machine, since Linux's CLOCK_MONOTONIC
+/// is system-wide. Across machines the monotonic clocks are unrelated: such a setup would need wall-clock
+/// timestamps and an aligned clock (PTP/NTP offset) instead. The run id already is shared by
 /// every process of one run (`--run-id`), so messages of another run on the same broker are never counted.
 ///
 /// Version 2 (written), both forms fixed-size and written without allocating (see docs/report-format.md):

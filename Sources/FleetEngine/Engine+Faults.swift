@@ -52,7 +52,8 @@ extension Engine {
         }
         var perLane: [[(client: Int, outage: UInt64)]] = Array(repeating: [], count: lanes.count)
         for global in connected.prefix(victims) {
-            perLane[global % lanes.count].append((global / lanes.count, random.nextUInt64(in: outage)))
+            let (lane, position) = Self.location(global, segments: configuration.segmentCount, lanes: lanes.count)
+            perLane[lane].append((position, random.nextUInt64(in: outage)))
         }
         var cut = 0
         for (index, list) in perLane.enumerated() where !list.isEmpty {

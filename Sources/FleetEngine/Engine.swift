@@ -20,6 +20,8 @@ public final class Engine: @unchecked Sendable {
     let streamQoS: [MQTTQoS]
     /// False for streams without an end-to-end header (fixed text): no delivery expectations for them.
     let streamTracked: [Bool]
+    /// True for streams whose publisher is in this segment (every stream without segments).
+    let streamLocal: [Bool]
     /// Plain filters of every subscriber accounted on its own, by global client index (members whose
     /// subscriptions are all shared are not here, and mixed members only with their plain filters: shared
     /// subscriptions are accounted in `shareGroups`).
@@ -45,6 +47,10 @@ public final class Engine: @unchecked Sendable {
     public var onPublishStart: (@Sendable () -> Void)?
     /// Called once on `run`'s thread when publishing has stopped on every lane, before the drain.
     public var onPublishEnd: (@Sendable () -> Void)?
+    /// Segmented runs: the segments' common publishing start on the monotonic clock (from the run's wall-clock
+    /// start, so a segment that started late is late against it). Nil: `configuration.publishNotBefore` after
+    /// this process's own start. Set before `run`.
+    public var publishStartAt: UInt64?
 
     struct ReadyState {
         var count = 0
@@ -130,6 +136,15 @@ public final class Engine: @unchecked Sendable {
             configuration.tickNanoseconds = Self.defaultTickNanoseconds(configuration: configuration, laneCount: laneCount)
         }
         if configuration.runID == 0 { configuration.runID = Self.randomRunID() }
+        if configuration.isSegmented {
+            // Every segment paces its share: together they connect at the scenario's rate.
+            let segments = Double(configuration.segmentCount)
+            for index in configuration.fleets.indices {
+                configuration.fleets[index].connectRate = configuration.fleets[index].connectRate.map { $0 / segments }
+                configuration.fleets[index].maxConnectsInFlight =
+                    max(1, configuration.fleets[index].maxConnectsInFlight / configuration.segmentCount)
+            }
+        }
         self.configuration = configuration
         var fleets: [FleetRuntime] = []
         var firstStream = 0
@@ -138,6 +153,7 @@ public final class Engine: @unchecked Sendable {
             firstStream += fleet.count * fleet.streams.count
         }
         self.fleets = fleets
+        try Self.refuseAmbiguousRoutes(fleets: fleets, streamCount: firstStream)
         var perLane: [[SimulatedClient]] = Array(repeating: [], count: laneCount)
         var topics: [String] = Array(repeating: "", count: firstStream)
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
@@ -145,7 +161,8 @@ public final class Engine: @unchecked Sendable {
         var filters: [(Int, [MQTTSubscription])] = []
         var groups: [ShareGroup] = []
         var groupIndices: [String: Int] = [:]
-        var mixedClients: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])] = []
+        var streamLocal: [Bool] = Array(repeating: false, count: firstStream)
+        var sharedFilters: [Int: [(filter: String, qos: MQTTQoS, key: UInt64)]] = [:]
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
@@ -154,6 +171,10 @@ public final class Engine: @unchecked Sendable {
                     ? nil : TransportEndpoint(endpoint))
             }
             for index in 0..<settings.count {
+                defer { global += 1 }
+                // Every client of the run is named and its streams numbered (stream ids, topics and share groups
+                // are the same in every segment); only this segment's clients are built.
+                let local = configuration.inSegment(global)
                 let clientID = settings.clientID(index)
                 var streams: [StreamState] = []
                 var replyFilters: [MQTTSubscription] = []
@@ -162,10 +183,12 @@ public final class Engine: @unchecked Sendable {
                     let topic = stream.topic(index, clientID)
                     topics[id] = topic
                     qos[id] = stream.qos
+                    streamLocal[id] = local
                     if case .text = stream.payload { tracked[id] = false }
+                    if stream.request != nil { tracked[id] = false }
+                    guard local else { continue }
                     var request: RequestState?
                     if let target = stream.request {
-                        tracked[id] = false
                         let replyTopic = target.replyTopic(index, clientID)
                         request = try Self.requestState(target, replyTopic: replyTopic, stream: id, fleets: fleets,
                                                         version: settings.session.version)
@@ -200,6 +223,13 @@ public final class Engine: @unchecked Sendable {
                     if !groups[group].filters.contains(filter) { groups[group].filters.append(filter) }
                     return group
                 }
+                if !local {
+                    // Share groups are numbered in client order over the whole run, so every segment agrees.
+                    for shared in Self.splitSharedSubscriptions(subscriptions).shared {
+                        _ = joinGroup(shared.group, filter: shared.filter)
+                    }
+                    continue
+                }
                 var deliveryKey = Self.subscriberDeliveryKey(global)
                 var deliveryRoutes: DeliveryRoutes?
                 let split = Self.splitSharedSubscriptions(subscriptions)
@@ -207,8 +237,13 @@ public final class Engine: @unchecked Sendable {
                 let routed = split.shared.map { shared in
                     (filter: shared.filter, key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
                 }
-                if !routed.isEmpty, Self.onlyGroup(split) == nil {
-                    mixedClients.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
+                if !routed.isEmpty {
+                    // The granted QoS of each shared subscription, for whether its windows outlive a disconnect.
+                    let qosOfShared = subscriptions.compactMap { subscription -> MQTTQoS? in
+                        guard let parsed = try? MQTTTopicFilter(subscription.filter), parsed.shareGroup != nil else { return nil }
+                        return subscription.options.qos
+                    }
+                    sharedFilters[global] = (zip(routed, qosOfShared).map { ($0.filter, $1, $0.key) })
                 }
                 if Self.onlyGroup(split) != nil, let group = routed.first {
                     deliveryKey = group.key  // every arrival is the group's: no matching per message
@@ -223,7 +258,7 @@ public final class Engine: @unchecked Sendable {
                 // of clients: with `global % sources.count`, 2 sources and 2 brokers paired source 0 with broker 0
                 // only, putting half the clients on each pair's ports instead of a quarter.
                 let round = endpoint == nil ? global / brokers.count : index / endpoints.count
-                perLane[global % laneCount].append(SimulatedClient(
+                perLane[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane].append(SimulatedClient(
                     fleet: fleet.index, indexInFleet: index, globalIndex: global,
                     broker: endpoint?.0 ?? brokers[global % brokers.count], endpoint: endpoint?.1,
                     source: sources.isEmpty ? nil : sources[round % sources.count],
@@ -231,44 +266,60 @@ public final class Engine: @unchecked Sendable {
                     subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
-                global += 1
             }
         }
-        try Self.refuseAmbiguousRoutes(mixedClients, topics: topics, tracked: tracked)
-        // What each subscriber is owed: the tracked streams its own plain filters match (shared subscriptions are
-        // owed per group, see `collect`), and whether each outlives a disconnect.
+        // What each subscriber is owed: the tracked streams its plain filters match (under its own key) and those
+        // its shared subscriptions match (under its group's key: a group is owed what any member was entitled to,
+        // see `collect`), and whether each outlives a disconnect. `refuseAmbiguousRoutes` made sure no stream is
+        // matched by two routes of one client.
         // A filter without wildcards matches only streams of exactly its topic: those are looked up, not found by
         // matching every stream (a fleet where each client subscribes to its own command topic was quadratic:
         // 8,000 vehicles took 28 s to start). Only subscribers with a wildcard filter scan every stream.
         var entitledStreams: [Int: [UInt32]] = [:]
         var streamsByTopic: [String: [Int]] = [:]
         for stream in topics.indices where tracked[stream] { streamsByTopic[topics[stream], default: []].append(stream) }
-        for (global, plain) in filters {
-            let lane = global % laneCount
-            let position = global / laneCount
+        func hasWildcard(_ filter: String) -> Bool { filter.contains("+") || filter.contains("#") }
+        var subscribers = Set(filters.map(\.0))
+        subscribers.formUnion(sharedFilters.keys)
+        let plainByClient = Dictionary(filters, uniquingKeysWith: { first, _ in first })
+        for global in subscribers.sorted() {
+            let (lane, position) = Self.location(global, segments: configuration.segmentCount, lanes: laneCount)
             let settings = perLane[lane][position].session.settings
             let keepsSession = !settings.cleanStart && (!settings.version.hasProperties || settings.sessionExpiryInterval > 0)
+            let ownKey = Self.subscriberDeliveryKey(global)
+            let plain = plainByClient[global] ?? []
+            let shared = sharedFilters[global] ?? []
             var streams: [UInt32] = []
             var persistent: [Bool] = []
-            let candidates: [Int] = plain.contains { $0.filter.contains("+") || $0.filter.contains("#") }
+            var keys: [UInt64] = []
+            var plainStreams: [UInt32] = []
+            let exactFilters = plain.map(\.filter) + shared.map(\.filter)
+            let candidates: [Int] = exactFilters.contains(where: hasWildcard)
                 ? Array(topics.indices)
-                : Set(plain.flatMap { streamsByTopic[$0.filter] ?? [] }).sorted()
+                : Set(exactFilters.flatMap { streamsByTopic[$0] ?? [] }).sorted()
             for stream in candidates where tracked[stream] {
-                var granted: UInt8?
-                for subscription in plain where MQTTTopic.matches(filter: subscription.filter, topic: topics[stream]) {
-                    granted = max(granted ?? 0, subscription.options.qos.rawValue)
+                let topic = topics[stream]
+                var granted = plain.filter { MQTTTopic.matches(filter: $0.filter, topic: topic) }.map(\.options.qos.rawValue).max()
+                var key = ownKey
+                if granted != nil {
+                    plainStreams.append(UInt32(stream))
+                } else if let route = shared.first(where: { MQTTTopic.matches(filter: $0.filter, topic: topic) }) {
+                    granted = route.qos.rawValue
+                    key = route.key
                 }
                 guard let granted else { continue }
                 streams.append(UInt32(stream))
                 persistent.append(keepsSession && granted >= 1 && qos[stream] != .atMostOnce)
+                keys.append(key)
             }
-            perLane[lane][position].setEntitledStreams(streams, persistent: persistent)
-            entitledStreams[global] = streams
+            perLane[lane][position].setEntitledStreams(streams, persistent: persistent, keys: keys)
+            if plainByClient[global] != nil { entitledStreams[global] = plainStreams }
         }
         self.entitledStreams = entitledStreams
         self.streamTopics = topics
         self.streamQoS = qos
         self.streamTracked = tracked
+        self.streamLocal = streamLocal
         self.subscriberFilters = filters
         self.shareGroups = groups
         let start = MonotonicClock.now()
@@ -311,12 +362,21 @@ public final class Engine: @unchecked Sendable {
                 group.leave()
             }
             lane.onSnapshot = { snapshot in mergeQueue.async { merger.add(snapshot) } }
+            if configuration.isSegmented { lane.remoteEntitlementDeadline = publishStartAt ?? origin &+ configuration.publishNotBefore }
             lane.start(origin: origin)
         }
         if configuration.waitForReady {
             let readyDeadline = MonotonicClock.now() &+ Self.plannedConnectSpan(configuration) &+ configuration.readyTimeout
             while readyGroup.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
                 if shouldStop() || MonotonicClock.now() >= readyDeadline { break }
+            }
+        }
+        if configuration.isSegmented {
+            // The segments' common publishing start: no segment publishes before every segment's subscribers
+            // had their planned time to subscribe.
+            let notBefore = publishStartAt ?? origin &+ configuration.publishNotBefore
+            while MonotonicClock.now() < notBefore && !shouldStop() {
+                usleep(UInt32(min(50_000, max(100, (notBefore &- MonotonicClock.now()) / 1_000))))
             }
         }
         phases.publishStart = MonotonicClock.now()
@@ -346,16 +406,25 @@ public final class Engine: @unchecked Sendable {
         return collect(merger: merger, phases: phases)
     }
 
-    /// The end of a run: waits while anything is outstanding, up to `drainTimeout`. Outstanding: a QoS 1/2
-    /// message awaiting its ack within its deadline, on a client that may still get it (connected, or offline
-    /// with a reconnect to come), or deliveries still arriving (the received count moved in the last 100 ms).
+    /// The end of a run: waits while anything is outstanding, up to `drainTimeout`. It ends as soon as
+    /// - no QoS 1/2 message awaits its ack within its deadline on a client that may still get it (connected, or
+    ///   offline with a reconnect to come), and
+    /// - every message owed to a connected subscriber has arrived (its open entitlement windows,
+    ///   `Lane.owedDeliveries`), every shared-subscription group with a connected member has every message from
+    ///   its members' earliest open window on (`Lane.openGroupWindows`, `Lane.groupArrivals`: the lanes' distinct
+    ///   arrivals summed, as a message reaches one member), and every request has its response: exact, no
+    ///   waiting for quiet.
+    /// While acks are in but owed messages are missing, it waits for them as long as arrivals go on: it gives up
+    /// once nothing arrived for `owedQuiet` (they are lost: QoS 0 dropped, or a broker that lost them).
     /// Acks whose deadline passes during the drain are ack timeouts of their kind; what is still awaited when
     /// it ends is `unackedAtEnd`.
     private func drain() {
         let deadline = MonotonicClock.now() &+ configuration.drainTimeout
         var lastReceived: UInt64 = .max
-        while MonotonicClock.now() < deadline {
+        var lastArrival = MonotonicClock.now()
+        while true {
             var outstanding = 0
+            var owed: UInt64 = 0
             var received: UInt64 = 0
             for lane in lanes {
                 lane.queue.sync {
@@ -364,14 +433,44 @@ public final class Engine: @unchecked Sendable {
                         outstanding += awaiting.qos1 + awaiting.qos2
                     }
                     for fleet in lane.metrics.fleets { received &+= fleet.counters.received.total }
+                    owed &+= lane.owedDeliveries()
                 }
             }
-            if outstanding == 0 && received == lastReceived { return }
-            lastReceived = received
-            let left = deadline > MonotonicClock.now() ? deadline - MonotonicClock.now() : 0
-            usleep(UInt32(min(100_000, max(1_000, left / 1_000))))
+            if !shareGroups.isEmpty { owed &+= owedToGroups() }
+            let now = MonotonicClock.now()
+            if received != lastReceived {
+                lastReceived = received
+                lastArrival = now
+            }
+            let quiet = now &- lastArrival
+            if outstanding == 0 && (owed == 0 || quiet >= Self.owedQuiet) { return }
+            guard now < deadline else { return }
+            usleep(UInt32(min(Self.drainPoll, max(1_000, (deadline - now) / 1_000))))
         }
     }
+
+    /// Messages owed to shared-subscription groups with a connected member that no member has received: from
+    /// the earliest open window of a connected member to the stream's published count. A duplicate across
+    /// members could hide a missing message here (the lanes' counts are summed); it is counted at the end.
+    private func owedToGroups() -> UInt64 {
+        var starts: [UInt64: UInt64] = [:]
+        for lane in lanes { lane.queue.sync { lane.openGroupWindows(into: &starts) } }
+        guard !starts.isEmpty else { return 0 }
+        var arrived: [UInt64: UInt64] = [:]
+        for lane in lanes { lane.queue.sync { lane.groupArrivals(starts, into: &arrived) } }
+        var owed: UInt64 = 0
+        for (key, start) in starts {
+            let published = progress.published(Int(key & 0xFFFF_FFFF))
+            guard published > start else { continue }
+            owed &+= (published - start) &- min(arrived[key] ?? 0, published - start)
+        }
+        return owed
+    }
+
+    /// How long the drain waits without an arrival for messages owed but missing before it counts them lost (ns).
+    static let owedQuiet: UInt64 = 1_000_000_000
+    /// The drain's polling interval (µs).
+    static let drainPoll: UInt64 = 10_000
 
     private func collect(merger: SnapshotMerger, phases: EnginePhaseTimes) -> EngineResult {
         var result = EngineResult()
@@ -389,6 +488,12 @@ public final class Engine: @unchecked Sendable {
         }
         var fleetResults = fleets.map { _ in EngineFleetResult() }
         let published = streamTopics.indices.map { progress.published($0) }
+        var segment = SegmentDelivery(fleetCount: fleets.count)
+        segment.index = configuration.segmentIndex
+        segment.count = configuration.segmentCount
+        for stream in streamTopics.indices where streamLocal[stream] && streamTracked[stream] && published[stream] > 0 {
+            segment.published.append((stream, published[stream]))
+        }
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
         result.sendPath = SendPath.combined(paths)
         result.sendRingUnavailable = lanes.lazy.compactMap(\.sendRingError).first?.description
@@ -424,12 +529,25 @@ public final class Engine: @unchecked Sendable {
         // the stream published is missed while offline. A pair that received nothing still counts its loss.
         // Counted for the subscriber's fleet. Shared subscriptions are not in `subscriberFilters` (see below).
         for (global, _) in subscriberFilters {
-            let lane = global % lanes.count
+            let lane = Self.location(global, segments: configuration.segmentCount, lanes: lanes.count).lane
             let metrics = laneMetrics[lane]
             let fleet = fleetOfGlobal(global)
+            let (_, position) = Self.location(global, segments: configuration.segmentCount, lanes: lanes.count)
+            let whole = lanes[lane].queue.sync { lanes[lane].clients[position].remoteEntitlementWhole }
             for stream in entitledStreams[global] ?? [] {
                 let key = UInt64(global) << 32 | UInt64(stream)
                 let dense = metrics.deliveryKeys[key] ?? -1
+                if !streamLocal[Int(stream)] {
+                    // Another segment publishes it: its count is known at merge. Here, what arrived is what is
+                    // expected (nothing is called lost before the merge).
+                    let seen = metrics.delivery.counts(stream: dense, expected: 0)
+                    segment.remotePairs.append(SegmentRemotePair(
+                        fleet: fleet, subscriber: global, stream: Int(stream), qos: Int(streamQoS[Int(stream)].rawValue),
+                        whole: whole, counts: seen))
+                    fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)]
+                        .add(metrics.delivery.counts(stream: dense, expected: seen.unique &+ seen.untracked))
+                    continue
+                }
                 var expected: UInt64 = 0
                 // Below a window's start, what arrived is owed too, down to the previous window's end: a message
                 // is counted as published before its bytes leave the publisher's lane, so one numbered just before
@@ -445,23 +563,51 @@ public final class Engine: @unchecked Sendable {
                 var counts = metrics.delivery.counts(stream: dense, expected: expected)
                 counts.missedWhileOffline = published[Int(stream)] > expected ? published[Int(stream)] - expected : 0
                 fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)].add(counts)
+                // Publisher and subscriber both here: final (remote pairs and share groups are settled at merge).
+                segment.local[fleet][Int(streamQoS[Int(stream)].rawValue)].add(counts)
             }
         }
         // Shared-subscription groups: the broker hands each message to one member, so a group is one
-        // subscriber. Its members' states (recorded under the group's key, on whichever lanes they sit) are
-        // merged per stream, and every stream a group filter matches expects every published message once;
-        // a message that reached two members is a duplicate. Counted once, for the fleet of the group's first
+        // subscriber. Its members' states and entitlement windows (recorded under the group's key, on whichever
+        // lanes they sit) are merged per stream; every stream a group filter matches expects each message
+        // published while at least one member was entitled to it, once; a message that reached two members is a
+        // duplicate, one published while no member was entitled is missed while offline. Counted once, for the fleet of the group's first
         // member in configuration order (a group whose members span fleets is not split between them).
         for (index, group) in shareGroups.enumerated() {
             for stream in streamTopics.indices
             where streamTracked[stream] && group.filters.contains(where: { MQTTTopic.matches(filter: $0, topic: streamTopics[stream]) }) {
                 let key = Self.groupDeliveryKey(index) | UInt64(stream)
                 var merged = DeliveryTracker()
+                var windows: [EntitlementWindow] = []
                 for metrics in laneMetrics {
                     if let dense = metrics.deliveryKeys[key] { merged.merge(stream: 0, from: metrics.delivery, stream: dense) }
+                    windows += metrics.entitlement[key] ?? []
                 }
-                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
-                    .add(merged.counts(stream: 0, expected: published[stream]))
+                segment.groupStreams.append(SegmentGroupStream(
+                    group: index, stream: stream, fleet: group.fleet, qos: Int(streamQoS[stream].rawValue),
+                    ranges: merged.ranges(stream: 0), counts: merged.counts(stream: 0, expected: 0)))
+                if configuration.isSegmented {
+                    // The group's members elsewhere may have the rest, and its windows on other segments' streams
+                    // are not known here: what arrived is what is expected until `fleetbench merge`.
+                    let arrived = merged.counts(stream: 0, expected: 0)
+                    fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
+                        .add(merged.counts(stream: 0, expected: arrived.unique &+ arrived.untracked))
+                    continue
+                }
+                // Owed once while at least one member was entitled: the union of the members' windows, plus
+                // what arrived of what was numbered between them (as for a single subscriber above).
+                var expected: UInt64 = 0
+                var previousEnd: UInt64 = 0
+                for window in Self.union(windows) {
+                    expected &+= window.end &- window.start
+                    if previousEnd < window.start {
+                        expected &+= merged.uniqueCount(stream: 0, in: previousEnd..<window.start)
+                    }
+                    previousEnd = window.end
+                }
+                var counts = merged.counts(stream: 0, expected: expected)
+                counts.missedWhileOffline = published[stream] > expected ? published[stream] - expected : 0
+                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)].add(counts)
             }
         }
         result.peakConnected = gauges.total.peak
@@ -481,7 +627,21 @@ public final class Engine: @unchecked Sendable {
         }
         result.timeline = merger.timeline
         result.intervals = merger.intervals
+        result.segment = segment
         return result
+    }
+
+    /// Windows merged where they overlap or touch, in sequence order, empty ones dropped.
+    static func union(_ windows: [EntitlementWindow]) -> [EntitlementWindow] {
+        var merged: [EntitlementWindow] = []
+        for window in windows.sorted(by: { $0.start < $1.start }) where window.end > window.start {
+            if let last = merged.last, window.start <= last.end {
+                merged[merged.count - 1] = EntitlementWindow(start: last.start, end: max(last.end, window.end))
+            } else {
+                merged.append(window)
+            }
+        }
+        return merged
     }
 
     static func requestState(_ request: EngineRequest, replyTopic: String, stream: Int, fleets: [FleetRuntime],
@@ -547,6 +707,60 @@ public final class Engine: @unchecked Sendable {
         return (group, split.shared.map(\.filter))
     }
 
+    /// `refuseAmbiguousRoutes` for a configuration, without building anything else: what `fleetbench validate`
+    /// checks so that a scenario the engine would refuse is refused before a run, with the same message.
+    public static func refuseAmbiguousRoutes(_ configuration: EngineConfiguration) throws {
+        var fleets: [FleetRuntime] = []
+        var firstStream = 0
+        for (index, fleet) in configuration.fleets.enumerated() {
+            fleets.append(try FleetRuntime(index: index, configuration: fleet, firstStream: firstStream))
+            firstStream += fleet.count * fleet.streams.count
+        }
+        try refuseAmbiguousRoutes(fleets: fleets, streamCount: firstStream)
+    }
+
+    /// Every client's subscriptions as the engine makes them (its own, a responder's command topic, a requester's
+    /// reply filters) and every stream's topic, checked by `refuseAmbiguousRoutes`. Topics are rendered only when
+    /// some client mixes plain and shared subscriptions or subscribes to several groups.
+    static func refuseAmbiguousRoutes(fleets: [FleetRuntime], streamCount: Int) throws {
+        var mixed: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])] = []
+        for fleet in fleets {
+            let settings = fleet.configuration
+            for index in 0..<settings.count {
+                let clientID = settings.clientID(index)
+                var subscriptions = settings.subscriptions(index, clientID)
+                if let responder = settings.responder {
+                    subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
+                }
+                for stream in settings.streams {
+                    if let target = stream.request {
+                        subscriptions.append(MQTTSubscription(filter: target.replyTopic(index, clientID), qos: stream.qos))
+                    }
+                }
+                let split = splitSharedSubscriptions(subscriptions)
+                if !split.shared.isEmpty, onlyGroup(split) == nil {
+                    mixed.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
+                }
+            }
+        }
+        guard !mixed.isEmpty else { return }
+        var topics: [String] = Array(repeating: "", count: streamCount)
+        var tracked: [Bool] = Array(repeating: true, count: streamCount)
+        for fleet in fleets {
+            let settings = fleet.configuration
+            for index in 0..<settings.count {
+                let clientID = settings.clientID(index)
+                for (streamIndex, stream) in settings.streams.enumerated() {
+                    let id = fleet.firstStream + index * settings.streams.count + streamIndex
+                    topics[id] = stream.topic(index, clientID)
+                    if case .text = stream.payload { tracked[id] = false }
+                    if stream.request != nil { tracked[id] = false }
+                }
+            }
+        }
+        try refuseAmbiguousRoutes(mixed, topics: topics, tracked: tracked)
+    }
+
     /// Refuses a client that would receive one accounted stream through two of its subscriptions: a plain filter
     /// and a shared one, or shared filters of two groups. The broker sends such a client a copy per subscription
     /// (mosquitto: 5.0 clients) or one copy (3.1.1), and nothing in the message says which subscription brought
@@ -573,7 +787,7 @@ public final class Engine: @unchecked Sendable {
                 throw EngineConfigurationError(message: "client '\(client.clientID)' of fleet '\(client.fleet)' would receive "
                     + "topic '\(topic)' through both \(routes[0]) and \(routes[1]): the copies cannot be told apart, so "
                     + "its deliveries would be mis-counted; make each published topic match one subscription per client "
-                    + "(narrow the plain filter, or subscribe the group from other clients)")
+                    + "(narrow the plain filter, or subscribe the group from other clients)", fleet: client.fleet)
             }
         }
     }
@@ -605,7 +819,7 @@ public final class Engine: @unchecked Sendable {
     /// How long after the start the plan itself starts its last first connect: a fleet's start offset plus its
     /// ramp (`over`, or count / rate) or, without a ramp, count / connect rate. The ready timeout counts from
     /// there, so a long ramp is not cut short and its late subscribers do not count the start as lost.
-    static func plannedConnectSpan(_ configuration: EngineConfiguration) -> UInt64 {
+    public static func plannedConnectSpan(_ configuration: EngineConfiguration) -> UInt64 {
         var span: UInt64 = 0
         for fleet in configuration.fleets {
             var spread: Double = 0
@@ -631,6 +845,13 @@ public final class Engine: @unchecked Sendable {
             value = UInt64.random(in: 1...UInt64.max)
         }
         return value
+    }
+
+    /// Where a client of this segment sits: its lane and its position on the lane. A segment's clients are
+    /// numbered in global order (global / segments) and dealt to lanes round-robin.
+    static func location(_ global: Int, segments: Int, lanes: Int) -> (lane: Int, position: Int) {
+        let local = global / max(segments, 1)
+        return (local % lanes, local / lanes)
     }
 
     /// The fleet of a global client index (clients are numbered fleet by fleet).
@@ -716,6 +937,8 @@ public struct EngineResult: Sendable {
     /// TLS and WebSocket failures by their reason text ("certificate verify failed: ...", "WebSocket upgrade
     /// refused: HTTP 404 ..."), connect failures and closed connections alike; the counters keep the kind.
     public var transportErrors: [String: UInt64] = [:]
+    /// Segmented runs: the delivery data `fleetbench merge` needs to settle accounting across segments.
+    public var segment: SegmentDelivery?
 
     public init() {}
 }

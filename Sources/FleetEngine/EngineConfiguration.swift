@@ -175,6 +175,8 @@ public struct EngineFleet: Sendable {
 /// A configuration the engine cannot run.
 public struct EngineConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
+    /// The fleet the problem belongs to, when it is one fleet's (for locating it in a scenario file).
+    public var fleet: String? = nil
     public var description: String { message }
 }
 
@@ -240,6 +242,23 @@ public struct EngineConfiguration: Sendable {
     /// another run on the same broker (or a message it retained) is never taken for this run's. 0: the engine
     /// draws a random one (`Engine.runID` tells which). Every process of one run must use the same id.
     public var runID: UInt64 = 0
+    /// Deterministic segments (`fleetbench run --segment K/N`): this process runs the clients whose global
+    /// index i has i mod `segmentCount` == `segmentIndex` (striped: every fleet and broker shares out evenly).
+    /// Client ids, topics, stream ids and every per-client random choice depend on the global index only, so
+    /// the N segments together send exactly the traffic of one unsegmented run. 0 of 1: everything.
+    public var segmentIndex = 0
+    public var segmentCount = 1
+    /// With segments: publishing starts no earlier than this long after the run's start (the segments' common
+    /// start), so every segment's subscribers are subscribed before any segment publishes. A subscriber whose
+    /// SUBACK comes later, or whose link is cut before the end, is entitled to other segments' streams only
+    /// partly, and those pairs are counted as `SegmentDelivery.unverifiedPairs` (their loss cannot be known).
+    public var publishNotBefore: UInt64 = 0
+
+    /// True for a segmented run (more than one segment).
+    public var isSegmented: Bool { segmentCount > 1 }
+
+    /// Whether global client `global` belongs to this segment.
+    public func inSegment(_ global: Int) -> Bool { global % max(segmentCount, 1) == segmentIndex }
 
     /// Every broker address clients may connect to: `brokers` and each fleet's own endpoints.
     var allBrokerAddresses: [SocketAddress] { brokers + fleets.flatMap { $0.endpoints.map(\.address) } }

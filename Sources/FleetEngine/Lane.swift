@@ -76,6 +76,9 @@ final class Lane: @unchecked Sendable {
 
     /// Run phase, set by the engine through `queue.async`.
     var publishing = false
+    /// Segmented runs: a SUBACK after this (monotonic ns, the segments' common publishing start) is entitled
+    /// to other segments' streams only partly (`SimulatedClient.remoteEntitlementWhole`).
+    var remoteEntitlementDeadline: UInt64 = .max
     var stopping = false
     var readyReported = false
     var onReady: (@Sendable (Int) -> Void)?

@@ -329,3 +329,36 @@ private struct StreamState: Sendable {
         untracked = 0
     }
 }
+
+extension DeliveryTracker {
+    /// Adds a state written out elsewhere (another process's tracker: its ranges and counts) into `stream`, exactly
+    /// as `merge(stream:from:stream:)` adds another tracker's stream. Allocates; for merging results, not the
+    /// per-message path.
+    public mutating func merge(stream: Int, ranges: [Range<UInt64>], received: UInt64, duplicated: UInt64,
+                               reordered: UInt64, untracked: UInt64) {
+        var other = DeliveryTracker(rangeLimit: Swift.max(ranges.count, 1))
+        other.restore(ranges: ranges, received: received, duplicated: duplicated, reordered: reordered,
+                      untracked: untracked)
+        merge(stream: stream, from: other, stream: 0)
+    }
+
+    private mutating func restore(ranges: [Range<UInt64>], received: UInt64, duplicated: UInt64, reordered: UInt64,
+                                  untracked: UInt64) {
+        growStreams(to: 1)
+        var state = StreamState()
+        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) where !range.isEmpty {
+            if let last = state.ranges.indices.last, range.lowerBound <= state.ranges[last].high {
+                state.ranges[last].high = Swift.max(state.ranges[last].high, range.upperBound)
+            } else {
+                state.ranges.append(SeenRange(low: range.lowerBound, high: range.upperBound))
+            }
+        }
+        state.unique = state.ranges.reduce(0) { $0 &+ ($1.high &- $1.low) }
+        state.highestPlusOne = state.ranges.last?.high ?? 0
+        state.received = received
+        state.duplicated = duplicated
+        state.reordered = reordered
+        state.untracked = untracked
+        streams[0] = state
+    }
+}

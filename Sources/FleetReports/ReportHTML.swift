@@ -52,6 +52,16 @@ public enum ReportHTML {
         let failed = report.thresholds.filter { !$0.passed }.count
         var notes: [String] = []
         if report.run.interrupted { notes.append("The run was interrupted before its planned end.") }
+        if let segments = report.segments {
+            if let index = segments.index, !segments.deliveryFinal {
+                notes.append("This is segment \(index)/\(segments.count) of a run: delivery across segments is final only "
+                    + "after fleetbench merge; here, messages from other segments count as expected when they arrive.")
+            } else if segments.index == nil {
+                notes.append("Merged from \(segments.count) segments"
+                    + (segments.unverifiedPairs > 0 ? "; \(segments.unverifiedPairs) subscriber-stream pairs across "
+                        + "segments unverified (what arrived counts as expected)." : "."))
+            }
+        }
         if report.generator.saturated {
             let why = report.generator.saturationReasons.joined(separator: "; ")
             notes.append("The generator was saturated, so the broker may not be what limited this run"
@@ -79,6 +89,11 @@ public enum ReportHTML {
         }
         if e2e.totalCount > 0 {
             figures.append(("End-to-end p99", ms(e2e.valueAtPercentile(99))))
+        }
+        if report.requests.sent > 0 {
+            figures.append(("Requests answered", MetricFormat.grouped(report.requests.answered) + " of "
+                + MetricFormat.grouped(report.requests.sent)))
+            figures.append(("Requests timed out", MetricFormat.grouped(report.requests.timedOut)))
         }
         var html = "<header id=\"verdict\" class=\"verdict \(report.passed ? "pass" : "fail")\">\n"
         html += "<div class=\"badge\">\(report.passed ? "PASSED" : "FAILED")</div>\n"

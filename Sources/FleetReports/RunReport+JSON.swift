@@ -29,6 +29,7 @@ extension RunReport {
             JSONMember("delivery", delivery.jsonValue),
             JSONMember("ack_timeouts", Self.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
             JSONMember("downgrades", downgrades.jsonValue),
+            JSONMember("requests", requests.jsonValue),
             JSONMember("latency_ms", try Self.latencyJSON(latency)),
             JSONMember("thresholds", .array(thresholds.map(\.jsonValue))),
             JSONMember("generator", generatorJSON),
@@ -37,6 +38,14 @@ extension RunReport {
         var fleetValues: [JSONValue] = []
         for fleet in fleets { fleetValues.append(try fleet.jsonValue()) }
         root.append(JSONMember("fleets", .array(fleetValues)))
+        if let segments {
+            root.append(JSONMember("segments", .object([
+                JSONMember("index", segments.index.map { .integer(Int64($0)) } ?? .null),
+                JSONMember("count", .integer(Int64(segments.count))),
+                JSONMember("delivery_final", .bool(segments.deliveryFinal)),
+                JSONMember("unverified_pairs", .integer(Int64(clamping: segments.unverifiedPairs))),
+            ])))
+        }
         root.append(JSONMember("environment", environment.jsonValue))
         return .object(root)
     }
@@ -129,7 +138,7 @@ extension RunReport {
     }
 
     /// Microseconds as milliseconds (three decimals: µs precision).
-    static func milliseconds(_ microseconds: UInt64) -> Double { Double(microseconds) / 1000 }
+    public static func milliseconds(_ microseconds: UInt64) -> Double { Double(microseconds) / 1000 }
 
     /// RFC 3339 UTC with milliseconds, e.g. `2026-11-29T15:16:30.123Z`.
     public static func rfc3339(_ date: Date) -> String {
@@ -139,7 +148,7 @@ extension RunReport {
         return formatter.string(from: date)
     }
 
-    static func parseRFC3339(_ text: String) -> Date? {
+    public static func parseRFC3339(_ text: String) -> Date? {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -256,6 +265,16 @@ extension DowngradeSummary {
     }
 }
 
+extension RequestSummary {
+    var jsonValue: JSONValue {
+        .object([
+            JSONMember("sent", .count(sent)),
+            JSONMember("answered", .count(answered)),
+            JSONMember("timed_out", .count(timedOut)),
+        ])
+    }
+}
+
 extension MessageSummary {
     var jsonValue: JSONValue {
         var members: [JSONMember] = []
@@ -335,7 +354,14 @@ extension FleetReport {
             JSONMember("messages", messages.jsonValue),
             JSONMember("delivery", delivery.jsonValue),
             JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
+            JSONMember("downgrades", downgrades.jsonValue),
+            JSONMember("requests", requests.jsonValue),
             JSONMember("latency_ms", try RunReport.latencyJSON(latency)),
+            JSONMember("generator", .object([
+                JSONMember("dropped_slots", .count(droppedSlots)),
+                JSONMember("unsent_at_end", .count(unsentAtEnd)),
+                JSONMember("abandoned_publishes", .count(abandonedPublishes)),
+            ])),
         ])
     }
 }

@@ -26,6 +26,8 @@ public struct RunReport: Sendable {
     public var ackTimeouts: AckTimeoutCounts
     /// What the broker granted below what was asked (report.json `downgrades`).
     public var downgrades = DowngradeSummary()
+    /// Request/response round trips of the requesting fleets (report.json `requests`).
+    public var requests = RequestSummary()
     /// The deadline of each ack kind, in seconds; kinds without a deadline are absent.
     public var ackTimeoutSeconds: [AckKind: Double]
     /// Latency histograms of the whole run, both origins (intended and sent).
@@ -39,6 +41,8 @@ public struct RunReport: Sendable {
     /// Per-fleet breakdowns; written when the scenario has more than one fleet.
     public var fleets: [FleetReport]
     public var environment: EnvironmentInfo
+    /// Segmented runs (`run --segment K/N`) and their merge; nil for an ordinary run.
+    public var segments: SegmentInfo?
 
     public init(
         toolVersion: String, scenario: ScenarioInfo, run: RunInfo, brokers: [String] = [],
@@ -100,6 +104,26 @@ public struct DowngradeSummary: Equatable, Sendable {
     }
 
     public var total: UInt64 { subscriptionQoS &+ subscriptionRefused &+ qos2AckedAsQoS1 }
+}
+
+/// The requester side of request/response (command and control): requests published, responses received to them,
+/// and requests without a response in time (no response by the end of the run, or a late one).
+public struct RequestSummary: Equatable, Sendable {
+    public var sent: UInt64 = 0
+    public var answered: UInt64 = 0
+    public var timedOut: UInt64 = 0
+
+    public init(sent: UInt64 = 0, answered: UInt64 = 0, timedOut: UInt64 = 0) {
+        self.sent = sent
+        self.answered = answered
+        self.timedOut = timedOut
+    }
+
+    public mutating func add(_ other: RequestSummary) {
+        sent &+= other.sent
+        answered &+= other.answered
+        timedOut &+= other.timedOut
+    }
 }
 
 /// The scenario a run executed.
@@ -475,6 +499,15 @@ public struct FleetReport: Sendable {
     public var ackTimeoutSeconds: [AckKind: Double] = [:]
     public var delivery: DeliveryByQoS
     public var latency: LatencyRecorder
+    /// What the broker granted this fleet below what it asked.
+    public var downgrades = DowngradeSummary()
+    /// This fleet's requests (zero for a fleet without request streams).
+    public var requests = RequestSummary()
+    /// This fleet's schedule slots never sent by the end of publishing, skipped, and QoS 1/2 publishes abandoned
+    /// (the run's `generator` figures are the sums over the fleets).
+    public var unsentAtEnd: UInt64 = 0
+    public var droppedSlots: UInt64 = 0
+    public var abandonedPublishes: UInt64 = 0
 
     public init(
         name: String, clients: Int, connections: ConnectionSummary = ConnectionSummary(),
@@ -498,6 +531,7 @@ public struct FleetReport: Sendable {
             name: name, clients: clients, connections: ConnectionSummary(counters: counters, peakConnected: peakConnected),
             messages: MessageSummary(counters: counters), ackTimeouts: counters.ackTimeouts, delivery: delivery,
             latency: latency)
+        downgrades = DowngradeSummary(counters: counters)
     }
 }
 
@@ -532,5 +566,26 @@ public struct EnvironmentInfo: Equatable, Sendable {
         return EnvironmentInfo(
             hostname: info.hostName, os: os, cores: info.activeProcessorCount, memoryBytes: info.physicalMemory,
             fleetbenchVersion: fleetbenchVersion)
+    }
+}
+
+/// report.json's `segments`: which segment a result is, or that it is the merge of all of them.
+public struct SegmentInfo: Equatable, Sendable {
+    /// This result's segment (K of `run --segment K/N`); nil for a merged result.
+    public var index: Int?
+    /// N: how many segments the run has.
+    public var count: Int
+    /// False in a segment's own result (N > 1): delivery across segments is settled only by `fleetbench merge`.
+    public var deliveryFinal: Bool
+    /// Merged results: (subscriber, stream) pairs across segments whose subscriber was not entitled for the whole
+    /// run (subscribed after the common publishing start, or cut before the end): what arrived is taken as
+    /// expected, so their loss is not known.
+    public var unverifiedPairs: UInt64
+
+    public init(index: Int?, count: Int, deliveryFinal: Bool, unverifiedPairs: UInt64 = 0) {
+        self.index = index
+        self.count = count
+        self.deliveryFinal = deliveryFinal
+        self.unverifiedPairs = unverifiedPairs
     }
 }

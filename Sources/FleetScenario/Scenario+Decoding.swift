@@ -73,7 +73,8 @@ enum Placeholders {
 struct ScenarioDecoder {
     let context: DecodingContext
 
-    static let topKeys = ["name", "description", "brokers", "fleets", "stages", "thresholds", "duration", "seed", "drain"]
+    static let topKeys = ["name", "description", "brokers", "fleets", "stages", "thresholds", "duration", "seed", "drain",
+                          "ready_timeout"]
 
     func decodeScenario(_ value: JSONValue, defaultName: String) -> Scenario? {
         guard let object = context.object(value, .root, allowed: Self.topKeys, what: "a scenario object") else { return nil }
@@ -132,8 +133,10 @@ struct ScenarioDecoder {
             context.integer(value, path, in: 0...Int64.max, what: "a non-negative integer").map { UInt64($0) }
         }
         let drain = object.optional("drain") { context.duration($0, $1, allowZero: true) }
+        let readyTimeout = object.optional("ready_timeout") { context.duration($0, $1, allowZero: true) }
         let scenario = Scenario(name: name, description: description, brokers: brokers, fleets: fleets, stages: stages,
-                                thresholds: thresholds, duration: duration, seed: seed, drain: drain)
+                                thresholds: thresholds, duration: duration, seed: seed, drain: drain,
+                                readyTimeout: readyTimeout)
         checkThresholdsProducible(scenario, paths: thresholdPaths)
         return scenario
     }

@@ -17,6 +17,15 @@ public struct Scenario: Equatable, Sendable {
     /// The `drain` key: after publishing, how long at most to wait for acks and deliveries still outstanding;
     /// nil: `drainDuration`'s default.
     public var drain: TimeSpan? = nil
+    /// The `ready_timeout` key: how long, after the plan's last first connect was due (start offsets, ramps,
+    /// connect rates), publishing waits for clients still connecting or subscribing; nil: 30 s.
+    public var readyTimeout: TimeSpan? = nil
+
+    /// The ready timeout when the scenario gives none.
+    public static let defaultReadyTimeout = TimeSpan(nanoseconds: 30_000_000_000)
+
+    /// The ready timeout of a run: `ready_timeout`, or 30 s.
+    public var readyTimeoutDuration: TimeSpan { readyTimeout ?? Self.defaultReadyTimeout }
 
     /// The end-of-run drain: `drain` when given, else the longest PUBACK/PUBREC/PUBCOMP timeout of the fleets
     /// (15 s by default), so a message sent at the last moment gets its whole deadline before it counts as
