@@ -85,7 +85,12 @@ struct CapacityCommand {
                 guard !varied else { throw UsageError("capacity varies one value: give --vary once") }
                 varied = true
                 try command.setVary(try value(argument))
-            case "--until": command.until.append(try value(argument))
+            case "--until":
+                let text = try value(argument)
+                if case .failure(let problem) = Threshold.parse(text) {
+                    throw UsageError("--until '\(text)': \(problem)")
+                }
+                command.until.append(text)
             case "--step-duration": command.stepDuration = try duration(argument, allowZero: false)
             case "--warm-up": command.warmUp = try duration(argument, allowZero: true)
             case "--precision":

@@ -272,7 +272,13 @@ public final class Engine: @unchecked Sendable {
         // its shared subscriptions match (under its group's key: a group is owed what any member was entitled to,
         // see `collect`), and whether each outlives a disconnect. `refuseAmbiguousRoutes` made sure no stream is
         // matched by two routes of one client.
+        // A filter without wildcards matches only streams of exactly its topic: those are looked up, not found by
+        // matching every stream (a fleet where each client subscribes to its own command topic was quadratic:
+        // 8,000 vehicles took 28 s to start). Only subscribers with a wildcard filter scan every stream.
         var entitledStreams: [Int: [UInt32]] = [:]
+        var streamsByTopic: [String: [Int]] = [:]
+        for stream in topics.indices where tracked[stream] { streamsByTopic[topics[stream], default: []].append(stream) }
+        func hasWildcard(_ filter: String) -> Bool { filter.contains("+") || filter.contains("#") }
         var subscribers = Set(filters.map(\.0))
         subscribers.formUnion(sharedFilters.keys)
         let plainByClient = Dictionary(filters, uniquingKeysWith: { first, _ in first })
@@ -287,7 +293,11 @@ public final class Engine: @unchecked Sendable {
             var persistent: [Bool] = []
             var keys: [UInt64] = []
             var plainStreams: [UInt32] = []
-            for stream in topics.indices where tracked[stream] {
+            let exactFilters = plain.map(\.filter) + shared.map(\.filter)
+            let candidates: [Int] = exactFilters.contains(where: hasWildcard)
+                ? Array(topics.indices)
+                : Set(exactFilters.flatMap { streamsByTopic[$0] ?? [] }).sorted()
+            for stream in candidates where tracked[stream] {
                 let topic = topics[stream]
                 var granted = plain.filter { MQTTTopic.matches(filter: $0.filter, topic: topic) }.map(\.options.qos.rawValue).max()
                 var key = ownKey

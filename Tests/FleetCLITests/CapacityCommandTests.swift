@@ -128,6 +128,8 @@ struct CapacityCommandTests {
         (["capacity", "x.json", "--vary", "a=1..2", "--vary", "b=1..2"], "fleetbench capacity: capacity varies one value: give --vary once\n"),
         (["capacity", "x.json", "--vary", "a=1..2", "--step-duraton", "5s"],
          "fleetbench capacity: unknown option '--step-duraton' for capacity; did you mean '--step-duration'?\n"),
+        (["capacity", "x.json", "--vary", "a=1..2", "--until", "latency.end_to_end.p99 <"],
+         "fleetbench capacity: --until 'latency.end_to_end.p99 <': column 25: "),
         (["capacity", "x.json", "--vary", "a=1..2", "--precision", "abc"],
          "fleetbench capacity: --precision needs a percentage from 0 to below 100 such as 5%, got 'abc'\n"),
     ])
