@@ -10,14 +10,16 @@ public enum ReportWriter {
     public static let htmlName = "report.html"
     public static let junitName = "junit.xml"
     public static let hlogName = "latency.hlog"
+    public static let timelineName = "timeline.csv"
 
-    /// Writes all four files into `directory` (created if missing).
-    public static func write(_ report: RunReport, to directory: String) throws(ReportError) {
+    /// Writes all four files into `directory` (created if missing). `latencyLogWritten`: latency.hlog is already
+    /// there, streamed during the run (`RunStreamWriter`), and is left as it is.
+    public static func write(_ report: RunReport, to directory: String, latencyLogWritten: Bool = false) throws(ReportError) {
         try createDirectory(directory)
         try writeFile(try report.jsonText(), to: path(directory, jsonName))
         try writeFile(ReportHTML.render(report), to: path(directory, htmlName))
         try writeFile(JUnitReport.render(report), to: path(directory, junitName))
-        try writeFile(try latencyLog(report), to: path(directory, hlogName))
+        if !latencyLogWritten { try writeFile(try latencyLog(report), to: path(directory, hlogName)) }
     }
 
     /// `fleetbench report DIR`: reads DIR/report.json and writes report.html and junit.xml again beside it.
@@ -41,38 +43,50 @@ public enum ReportWriter {
     /// name (`end_to_end`); kinds measured from the intended send time get a second line with the actual-send
     /// figures tagged `<kind>_from_sent`. Without per-second intervals the whole run is written as one interval.
     public static func latencyLog(_ report: RunReport) throws(ReportError) -> String {
-        var writer = HistogramLogWriter()
-        let comment = "fleetbench \(report.toolVersion), scenario \(report.scenario.name), latencies in microseconds"
-        writer.writeHeader(startSecondsSinceEpoch: report.run.startedAt.timeIntervalSince1970, comment: comment)
+        var writer = latencyLogHeader(
+            toolVersion: report.toolVersion, scenarioName: report.scenario.name, startedAt: report.run.startedAt)
         let intervals =
             report.latencyIntervals.isEmpty
             ? [ReportLatencyInterval(startSeconds: 0, lengthSeconds: report.run.durationSeconds, latencies: report.latency)]
             : report.latencyIntervals
+        for interval in intervals { try writeLatencyLines(interval, to: &writer) }
+        return writer.text
+    }
+
+    /// The head of latency.hlog (comment, format version, start and base time, legend).
+    public static func latencyLogHeader(toolVersion: String, scenarioName: String, startedAt: Date) -> HistogramLogWriter {
+        var writer = HistogramLogWriter()
+        let comment = "fleetbench \(toolVersion), scenario \(scenarioName), latencies in microseconds"
+        writer.writeHeader(startSecondsSinceEpoch: startedAt.timeIntervalSince1970, comment: comment)
+        return writer
+    }
+
+    /// One interval's lines of latency.hlog: a line per kind with samples (see `latencyLog`).
+    public static func writeLatencyLines(
+        _ interval: ReportLatencyInterval, to writer: inout HistogramLogWriter
+    ) throws(ReportError) {
         do {
-            for interval in intervals {
-                for kind in interval.latencies.kindsWithSamples {
-                    let intended = interval.latencies.histogram(kind, from: .intended)
-                    let sent = interval.latencies.histogram(kind, from: .sent)
-                    if intended.totalCount > 0 {
+            for kind in interval.latencies.kindsWithSamples {
+                let intended = interval.latencies.histogram(kind, from: .intended)
+                let sent = interval.latencies.histogram(kind, from: .sent)
+                if intended.totalCount > 0 {
+                    try writer.writeInterval(
+                        startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
+                        histogram: intended, tag: kind.reportName)
+                    if sent.totalCount > 0 {
                         try writer.writeInterval(
                             startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
-                            histogram: intended, tag: kind.reportName)
-                        if sent.totalCount > 0 {
-                            try writer.writeInterval(
-                                startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
-                                histogram: sent, tag: sentTag(kind))
-                        }
-                    } else {
-                        try writer.writeInterval(
-                            startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
-                            histogram: sent, tag: kind.reportName)
+                            histogram: sent, tag: sentTag(kind))
                     }
+                } else {
+                    try writer.writeInterval(
+                        startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
+                        histogram: sent, tag: kind.reportName)
                 }
             }
         } catch {
             throw ReportError("cannot write latency.hlog: \(error.description)")
         }
-        return writer.text
     }
 
     /// The hlog tag of a kind's actual-send-time histogram.
