@@ -129,7 +129,7 @@ struct RunStreamWriterTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stream = try Self.writer(in: directory)
         // Every second alike (the largest), so the buffer reaches its size in the first second.
-        let latencies = Self.latencies(second: 300)
+        let latencies = Self.latencies(second: 301)
         var retained: [Int] = []
         for second in 0..<3600 {
             stream.append(ReportLatencyInterval(startSeconds: Double(second), lengthSeconds: 1, latencies: latencies))
@@ -148,7 +148,7 @@ struct RunStreamWriterTests {
         #expect(points.allSatisfy { $0.published == 15_000 })
         let log = try HistogramLog(parsing: try String(contentsOfFile: directory + "/latency.hlog", encoding: .utf8))
         #expect(log.intervals.count == 3600 * 2)
-        #expect(log.merged(tag: "end_to_end").totalCount == 3600 * 400)
+        #expect(log.merged(tag: "end_to_end").totalCount == 3600 * 401)
     }
 
     @Test("until commit the files are partial; abandon removes them and leaves the folder as it was")
@@ -169,7 +169,7 @@ struct RunStreamWriterTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
-    @Test("a write that fails (file size limit) is reported by finish with the file and the system's reason")
+    @Test("a write that fails (disk full: /dev/full) is reported by finish with the file and the system's reason")
     func writeFailure() throws {
         let directory = try SampleReports.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
