@@ -32,9 +32,14 @@ public final class FaultProxy: @unchecked Sendable {
         }
     }
 
-    /// Listens on 127.0.0.1 at a free port and relays every connection to 127.0.0.1:`upstreamPort`.
-    public init(upstreamPort: UInt16) throws {
+    /// How long each chunk waits before it is passed on, in both directions (a slow network or broker).
+    public let delay: UInt64
+
+    /// Listens on 127.0.0.1 at a free port and relays every connection to 127.0.0.1:`upstreamPort`, each chunk
+    /// `delay` nanoseconds late.
+    public init(upstreamPort: UInt16, delay: UInt64 = 0) throws {
         self.upstreamPort = upstreamPort
+        self.delay = delay
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0 else { throw FakeBrokerError(call: "socket", errno: errno) }
         var address = Self.loopback(port: 0)
@@ -202,6 +207,7 @@ public final class FaultProxy: @unchecked Sendable {
                         connectDecoder = decoder
                     }
                 }
+                if delay > 0 { usleep(useconds_t(delay / 1000)) }
                 var offset = 0
                 while offset < count {
                     let sent = buffer.withUnsafeBytes {

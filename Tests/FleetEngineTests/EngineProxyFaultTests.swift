@@ -95,4 +95,60 @@ struct EngineProxyFaultTests {
             #expect(seconds < 3.0, "given up \(seconds) s after going silent: beyond 1.5 x keepalive")
         }
     }
+    @Test("a broker that closes every connection right after CONNACK (4 times): 4 closed by peer, 4 reconnects")
+    func closedAfterConnack() throws {
+        let broker = try FakeBroker(behaviour: { connection, packet, version in
+            if case .connect = packet, connection < 4 { return [.send(.connAck(MQTTConnAck())), .close] }
+            return FakeBroker.standardResponse(connection, packet, version)
+        })
+        defer { broker.stop() }
+        let fleet = EngineFleet(name: "dropped", count: 2, clientID: { "dropped-\($0)" },
+                                session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30),
+                                reconnect: .immediateThenInterval(retries: 5, interval: 100_000_000))
+        let configuration = EngineConfiguration(
+            fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)],
+            lanes: 2, readyTimeout: 3_000_000_000, drainTimeout: 0)
+        let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
+        let counters = result.counters
+        #expect(broker.connectionCount == 6)
+        #expect(counters.connectsAttempted == 6)
+        #expect(counters.connectsSucceeded == 6)
+        #expect(counters.connectsFailed == 0)
+        #expect(counters.disconnects == [.closedByPeer: 4, .clientInitiated: 2], "\(counters.disconnects)")
+        #expect(counters.reconnects == 4)
+    }
+
+    @Test("a slow network (each chunk 50 ms late both ways): every message arrives, no timeout, latencies >= 100 ms")
+    func slowNetwork() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let proxy = try FaultProxy(upstreamPort: broker.port, delay: 50_000_000)
+        defer { proxy.stop() }
+        let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30)
+        let subscriber = EngineFleet(
+            name: "backend", count: 1, clientID: { "slow-sub-\($0)" }, session: settings,
+            subscriptions: { _, _ in [MQTTSubscription(filter: "slow/+", qos: .atLeastOnce)] })
+        let stream = EngineStream(topic: { index, _ in "slow/\(index)" }, qos: .atLeastOnce,
+                                  plan: .rate(perSecond: 10), payloadSize: 64, messageLimit: 15)
+        let publishers = EngineFleet(name: "cars", count: 2, clientID: { "slow-pub-\($0)" }, session: settings,
+                                     streams: [stream])
+        let configuration = EngineConfiguration(
+            fleets: [subscriber, publishers], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: proxy.port)],
+            lanes: 2, readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 2_000_000_000)
+        let counters = result.counters
+        #expect(counters.published.total == 30)
+        #expect(counters.received.total == 30)
+        #expect(counters.acked.total == 30)
+        #expect(counters.ackTimeouts.total == 0)
+        #expect(counters.connectsSucceeded == 3)
+        #expect(counters.disconnects == [.clientInitiated: 3])
+        // CONNECT out and CONNACK back, PUBLISH out and PUBACK back, PUBLISH to the broker and on to the
+        // subscriber: each crosses the proxy twice.
+        for (kind, origin) in [(LatencyKind.connect, LatencyOrigin.sent), (.puback, .sent), (.endToEnd, .sent)] {
+            let histogram = result.latency.histogram(kind, from: origin)
+            #expect(histogram.totalCount > 0, "\(kind)")
+            #expect(histogram.min >= 99_000, "\(kind): min \(histogram.min) µs")
+        }
+    }
 }
