@@ -15,6 +15,7 @@ public enum FleetCommandLine {
           validate FILE...    check scenario files without running them and print their plan
           report DIR          re-render report.html and junit.xml from DIR/report.json
           compare BASE CAND   compare two report.json files and flag regressions
+          capacity SCENARIO   find the highest level of one value (--vary) at which the thresholds hold
           help [COMMAND]      show help for a command
 
         Options:
@@ -92,6 +93,17 @@ public enum FleetCommandLine {
                 return .usage
             }
         // MARK: end of report and compare
+        case "capacity":
+            do {
+                guard let command = try CapacityCommand.parse(rest) else {
+                    console.print(CapacityCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.usageError(error, command: "capacity", help: CapacityCommand.help)
+                return .usage
+            }
         default:
             console.error(unknownCommand(first))
             return .usage
@@ -99,7 +111,7 @@ public enum FleetCommandLine {
     }
 
     /// The commands, in the order the usage lists them.
-    static let commands = ["run", "validate", "report", "compare", "help", "version"]
+    static let commands = ["run", "validate", "report", "compare", "capacity", "help", "version"]
 
     /// `unknown command 'valdate'; did you mean 'validate'?`: the closest command rather than the whole usage.
     static func unknownCommand(_ word: String, in context: String = "fleetbench") -> String {
@@ -130,6 +142,8 @@ public enum FleetCommandLine {
             console.print(ReportCommand.help)
         case "compare":
             console.print(CompareCommand.help)
+        case "capacity":
+            console.print(CapacityCommand.help)
         default:
             console.error(unknownCommand(command!, in: "fleetbench help"))
             return .usage

@@ -176,6 +176,10 @@ struct RunCommand {
             console.error(error.description)
             return .invalidScenario
         }
+        if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: scenarioPath) {
+            console.error(refusal)
+            return .invalidScenario
+        }
         if let duration { scenario.trim(to: duration) }
         if let scale {
             for index in scenario.fleets.indices {
@@ -402,9 +406,14 @@ struct RunCommand {
                     latency: fleetResult.latency)
                 fleetReport.messages.unackedAtEnd = fleetResult.unackedAtEnd
                 fleetReport.ackTimeoutSeconds = Self.ackTimeoutSeconds(fleet)
+                fleetReport.requests = Self.requests(fleetResult)
+                fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
+                fleetReport.droppedSlots = fleetResult.droppedSlots
+                fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
                 return fleetReport
             }
         }
+        report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
@@ -415,7 +424,11 @@ struct RunCommand {
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
-            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress))
+            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),
+            closedModelStreams: scenario.fleets.flatMap { fleet in
+                fleet.publishes.filter(\.schedule.isClosedModel).map(\.name)
+                    + fleet.requests.filter(\.schedule.isClosedModel).map(\.name)
+            })
         let publishSeconds = Double(result.phases.publishEnd &- result.phases.publishStart) / 1e9
         report.generator.saturationReasons = Self.saturation(
             result: result, publishingCPUSeconds: publishingCPU.seconds, publishSeconds: publishSeconds,
@@ -529,6 +542,11 @@ struct RunCommand {
 
     /// The brokers of the run: the embedded mosquitto's listeners (plain, websockets, TLS with the throwaway CA)
     /// or the scenario's endpoints, resolved.
+    /// A fleet's requester figures as report.json writes them (the `requests.*` thresholds read the same).
+    static func requests(_ fleet: EngineFleetResult) -> RequestSummary {
+        RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
+    }
+
     static func runBrokers(
         embedded: MosquittoBroker?, certificates: ThrowawayCertificates?, scenario: Scenario
     ) throws -> [RunBroker] {

@@ -8,7 +8,8 @@ struct ValidateCommand {
         Usage: fleetbench validate FILE... [--set path=value]...
 
         Checks scenario files without running them: JSON syntax, duplicate and unknown keys, types, ranges,
-        thresholds. Prints every error as file:line:column: path: message, and for a valid file a short plan
+        thresholds, and subscriptions that would deliver one stream to a client twice (plain and shared, or two
+        shared groups). Prints every error as file:line:column: path: message, and for a valid file a short plan
         (fleets, client counts, expected message rates, duration).
 
         Options:
@@ -60,6 +61,11 @@ struct ValidateCommand {
             }
             do {
                 let scenario = try Scenario.load(path: file, overrides: overrides, environment: environment)
+                if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: file) {
+                    output.error(refusal)
+                    invalid += 1
+                    continue
+                }
                 output.print("\(file): valid")
                 output.print(ScenarioPlan(scenario).render())
             } catch {
