@@ -82,7 +82,9 @@ struct RunStreamedResultsTests {
     func finishedRun() throws {
         let out = RunEndToEndTests.temporaryDirectory("streamed")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let outcome = try RunEndToEndTests.run(["run", "scenarios/quickstart.json", "--duration", "4s", "--out", out, "--quiet"])
+        // No thresholds: a loaded machine's latency must not turn this test of the files into a failed run.
+        let outcome = try RunEndToEndTests.run(["run", "scenarios/quickstart.json", "--duration", "4s", "--out", out,
+                                                "--quiet", "--set", "thresholds=[]"])
         #expect(outcome.status == 0, "\(outcome.error)")
         try Self.checkResults(in: out)
         let report = try RunEndToEndTests.report(in: out)
