@@ -44,6 +44,9 @@ struct RunCommand {
           --latency-floor D       latency changes up to D against the baseline are not regressions,
                                   whatever their percentage (default 1ms; 0 disables)
           --all                   with --baseline: every row of the comparison, not only the key ones
+          --summary-json FILE     also write the summary's figures and the results folder as JSON to FILE
+                                  (- for standard output; the printed summary then goes to standard error),
+                                  e.g. --summary-json summary.json (docs/report-format.md)
           --quiet                 print only the summary
           -h, --help              show this help
 
@@ -55,6 +58,14 @@ struct RunCommand {
         """
 
     var scenarioPath = ""
+    /// A scenario built in memory (`fleetbench pub`, `sub`, `conn`): its JSON text, read instead of `scenarioPath`,
+    /// which then only names it in the report. nil: the scenario is the file at `scenarioPath`.
+    var generatedScenario: String?
+    /// Variables the scenario's `${NAME}` references may use besides the process environment (a one-liner's
+    /// `-P` password, kept out of the scenario text).
+    var extraEnvironment: [String: String] = [:]
+    /// --summary-json: where the summary's figures go as JSON (`-`: standard output); nil: nowhere.
+    var summaryJSON: String?
     var brokers: [String] = []
     var overrides: [String] = []
     var outputDirectory: String?
@@ -151,6 +162,7 @@ struct RunCommand {
                 command.latencyFloorMilliseconds = try CompareCommand.parseLatencyFloor(try value(argument))
             case "--quiet": command.quiet = true
             case "--all": command.allRows = true
+            case "--summary-json": command.summaryJSON = try value(argument)
             default:
                 if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "run", help: help) }
                 positional.append(argument)
@@ -164,14 +176,13 @@ struct RunCommand {
         return command
     }
 
-    func run(console: Console) -> ExitCode {
-        guard FileManager.default.isReadableFile(atPath: scenarioPath) else {
-            console.error("\(scenarioPath): cannot read the file (does it exist?)")
-            return .invalidScenario
-        }
+    func run(console given: Console) -> ExitCode {
+        // With the summary's JSON on standard output, everything else printed goes to standard error.
+        var console = given
+        if summaryJSON == "-" { console.outputDescriptor = given.errorDescriptor }
         var scenario: Scenario
         do {
-            scenario = try Scenario.load(path: scenarioPath, overrides: overrides, environment: ProcessInfo.processInfo.environment)
+            scenario = try loadScenario()
         } catch {
             console.error(error.description)
             return .invalidScenario
@@ -267,7 +278,7 @@ struct RunCommand {
         var report = RunReport(
             toolVersion: FleetVersion.current,
             scenario: ScenarioInfo(
-                name: scenario.name, file: scenarioPath, sha256: Self.sha256(ofFile: scenarioPath),
+                name: scenario.name, file: scenarioPath, sha256: scenarioSHA256(),
                 description: scenario.description.isEmpty ? nil : scenario.description,
                 redacted: effectiveScenarioJSON(scenario)),
             run: RunInfo(startedAt: startedAt, durationSeconds: 0, interrupted: false, seed: seed),
@@ -457,7 +468,7 @@ struct RunCommand {
             written = false
         }
         do {
-            try ResultsFolder.write(report, to: directory, latencyLogWritten: streamFailure == nil)
+            try ResultsFolder.write(report, to: directory, streamed: streamFailure == nil)
             if streamFailure == nil { try stream.commit() }
         } catch {
             console.error("fleetbench: cannot write results to \(directory): \(error)")
@@ -469,7 +480,29 @@ struct RunCommand {
         for (reason, count) in result.transportErrors.sorted(by: { $0.value > $1.value }) {
             console.error("fleetbench: transport error ×\(count): \(reason)")
         }
+        let code = exitCode(report: report, result: result, written: written, unreachable: unreachable,
+                            neverConnectedFails: neverConnectedFails, brokerURLs: brokerURLs,
+                            baselineReport: baselineReport, console: console)
+        if let summaryJSON {
+            let text = JSONWriter.string(from: RunSummaryJSON.value(report, directory: written ? directory : nil,
+                                                                 exitCode: code.rawValue))
+            if summaryJSON == "-" {
+                given.write(text, to: given.outputDescriptor)
+            } else {
+                do {
+                    try ReportWriter.writeFile(text, to: ResultsFolder.absolute(summaryJSON))
+                } catch {
+                    console.error("fleetbench: \(error.message)")
+                    return code == .success ? .runtimeFailure : code
+                }
+            }
+        }
+        return code
+    }
 
+    /// The run's exit code, with the messages that explain a failure.
+    func exitCode(report: RunReport, result: EngineResult, written: Bool, unreachable: Bool, neverConnectedFails: Bool,
+                  brokerURLs: [String], baselineReport: RunReport?, console: Console) -> ExitCode {
         if unreachable {
             let reasons = report.connections.failuresByReason.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
             console.error("fleetbench: no client could connect to \(brokerURLs.joined(separator: ", ")) (\(reasons))")
@@ -491,6 +524,37 @@ struct RunCommand {
         return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails ? .success : .thresholdsFailed
     }
 
+    /// The scenario file (or the generated scenario), overridden and decoded.
+    func loadScenario() throws(RunLoadError) -> Scenario {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(extraEnvironment) { _, extra in extra }
+        guard let generatedScenario else {
+            guard FileManager.default.isReadableFile(atPath: scenarioPath) else {
+                throw RunLoadError(description: "\(scenarioPath): cannot read the file (does it exist?)")
+            }
+            do {
+                return try Scenario.load(path: scenarioPath, overrides: overrides, environment: environment)
+            } catch {
+                throw RunLoadError(description: error.description)
+            }
+        }
+        do {
+            let document = try JSONDocument.parse(text: generatedScenario, file: scenarioPath)
+            return try Scenario.decode(document: document, overrides: overrides, environment: environment)
+        } catch {
+            throw RunLoadError(description: "\(error)")
+        }
+    }
+
+    struct RunLoadError: Error, CustomStringConvertible { let description: String }
+
+    /// SHA-256 of the scenario's bytes: the file's, or the generated text's.
+    func scenarioSHA256() -> String {
+        if let generatedScenario { return Self.sha256(of: Array(generatedScenario.utf8)) }
+        guard let data = FileManager.default.contents(atPath: scenarioPath) else { return "" }
+        return Self.sha256(of: [UInt8](data))
+    }
+
     // MARK: Helpers
 
     /// `--metrics-listen`: a bare port (or `:port`) listens on loopback only; anything else binds where it says.
@@ -502,7 +566,9 @@ struct RunCommand {
 
     /// The scenario file as this run used it: `--set`, `--duration` and `--scale` applied, secrets masked.
     func effectiveScenarioJSON(_ scenario: Scenario) -> JSONValue? {
-        guard var root = (try? JSONDocument.load(path: scenarioPath))?.root else { return nil }
+        let document = generatedScenario.map { try? JSONDocument.parse(text: $0, file: scenarioPath) }
+            ?? (try? JSONDocument.load(path: scenarioPath))
+        guard var root = document?.root else { return nil }
         var applied = overrides
         if let duration { applied.append("duration=\"\(duration)\"") }
         if scale != nil {
@@ -618,11 +684,10 @@ struct RunCommand {
         return formatter.string(from: date)
     }
 
-    static func sha256(ofFile path: String) -> String {
-        guard let data = FileManager.default.contents(atPath: path) else { return "" }
+    static func sha256(of bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        data.withUnsafeBytes { bytes in
-            _ = SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &digest)
+        bytes.withUnsafeBufferPointer { buffer in
+            _ = SHA256(buffer.baseAddress, buffer.count, &digest)
         }
         return digest.map { String(format: "%02x", $0) }.joined()
     }

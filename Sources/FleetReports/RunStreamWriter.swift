@@ -6,7 +6,7 @@ import Glibc
 
 /// Writes a run's per-second results to disk as each second completes, so a run of any length holds only the
 /// second being written: latency.hlog (one line per latency kind with samples and second, see
-/// `ReportWriter.latencyLog`) and timeline.csv (one row per second, the report's `timeline`).
+/// `ReportWriter.latencyLog`) and timeline.csv (one row per second, `TimelineCSV`, the report's `timeline`).
 ///
 /// Both grow as `<name>.partial-<pid>` in the results folder; `finish()` flushes them to disk, and `commit()`
 /// renames them into place once report.json is written: like every results file, a crash or a full disk leaves
@@ -16,7 +16,6 @@ import Glibc
 /// Not thread-safe: call from one queue at a time (the engine's merge queue during the run, the caller after).
 public final class RunStreamWriter: @unchecked Sendable {
     // Safety: used from one queue at a time (see above); `Engine.run` returns only after its last callback.
-    public static let timelineLegend = "t,connected,published,received,end_to_end_p50_ms,end_to_end_p99_ms,ack_timeouts"
 
     public let directory: String
     private var log: HistogramLogWriter
@@ -54,7 +53,7 @@ public final class RunStreamWriter: @unchecked Sendable {
         }
         buffer.reserveCapacity(64 * 1024)
         write(log.takeText(), to: hlog, name: ReportWriter.hlogName)
-        write(Self.timelineLegend + "\n", to: timeline, name: ReportWriter.timelineName)
+        write(TimelineCSV.header + "\n", to: timeline, name: ReportWriter.timelineName)
     }
 
     deinit {
@@ -80,7 +79,7 @@ public final class RunStreamWriter: @unchecked Sendable {
         guard failure == nil, state == .open else { return }
         let second = TimelinePoint.differenced([previous, point])[1]
         previous = point
-        write(Self.timelineRow(second), to: timeline, name: ReportWriter.timelineName)
+        write(TimelineCSV.row(second), to: timeline, name: ReportWriter.timelineName)
         if failure == nil { timelineRows += 1 }
     }
 
@@ -178,37 +177,11 @@ public final class RunStreamWriter: @unchecked Sendable {
         ReportError("cannot write \(ReportWriter.path(directory, name)): \(String(cString: strerror(code)))")
     }
 
-    /// `t,connected,published,received,p50,p99,ack_timeouts`; an absent percentile is an empty field. Doubles
-    /// print in Swift's shortest round-trip form, so reading the row back gives the same values.
-    static func timelineRow(_ point: TimelinePoint) -> String {
-        "\(point.t),\(point.connected),\(point.published),\(point.received),"
-            + "\(point.endToEndP50Ms.map { "\($0)" } ?? ""),\(point.endToEndP99Ms.map { "\($0)" } ?? ""),"
-            + "\(point.ackTimeouts)\n"
-    }
-
-    /// Reads timeline.csv as written by this writer. A malformed row is an error naming the file and line.
+    /// Reads timeline.csv (`TimelineCSV`). A malformed line is an error naming the file and line.
     public static func readTimeline(path: String) throws(ReportError) -> [TimelinePoint] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ReportError("cannot read \(path)")
         }
-        var points: [TimelinePoint] = []
-        var lineNumber = 0
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
-            lineNumber += 1
-            if line.isEmpty || (lineNumber == 1 && line == timelineLegend) { continue }
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
-            guard fields.count == 7, let t = Double(fields[0]), let connected = UInt64(fields[1]),
-                let published = UInt64(fields[2]), let received = UInt64(fields[3]),
-                fields[4].isEmpty || Double(fields[4]) != nil, fields[5].isEmpty || Double(fields[5]) != nil,
-                let ackTimeouts = UInt64(fields[6])
-            else {
-                throw ReportError("\(path):\(lineNumber): expected \(timelineLegend)")
-            }
-            points.append(
-                TimelinePoint(
-                    t: t, connected: connected, published: published, received: received,
-                    endToEndP50Ms: Double(fields[4]), endToEndP99Ms: Double(fields[5]), ackTimeouts: ackTimeouts))
-        }
-        return points
+        return try TimelineCSV.parse(String(decoding: data, as: UTF8.self), path: path)
     }
 }

@@ -37,7 +37,7 @@ struct RunStreamedResultsTests {
         // timeline.csv is report.json's timeline, row for row.
         let timeline = try #require(report["timeline"] as? [[String: Any]])
         let rows = try String(contentsOfFile: out + "/timeline.csv", encoding: .utf8).split(separator: "\n")
-        #expect(rows.first == "t,connected,published,received,end_to_end_p50_ms,end_to_end_p99_ms,ack_timeouts")
+        #expect(rows.first == "t_s,connected,published,received,end_to_end_p50_ms,end_to_end_p99_ms,ack_timeouts")
         #expect(rows.count == timeline.count + 1)
         for (row, point) in zip(rows.dropFirst(), timeline) {
             let fields = row.split(separator: ",", omittingEmptySubsequences: false)

@@ -114,13 +114,15 @@ struct RunStreamWriterTests {
         #expect(points == TimelinePoint.differenced(cumulative))
         #expect(points.map(\.published) == [10, 15, 0])
         #expect(try String(contentsOfFile: directory + "/timeline.csv", encoding: .utf8) == """
-            t,connected,published,received,end_to_end_p50_ms,end_to_end_p99_ms,ack_timeouts
+            t_s,connected,published,received,end_to_end_p50_ms,end_to_end_p99_ms,ack_timeouts
             1.000213,3,10,9,1.25,7.0625,0
             2.0001,5,15,15,,,2
             2.5,0,0,1,0.1,0.30000000000000004,0
 
             """)
         #expect(try RunStreamWriter.readTimeline(path: directory + "/timeline.csv") == points)
+        // The same text `fleetbench report` renders from report.json's timeline.
+        #expect(try String(contentsOfFile: directory + "/timeline.csv", encoding: .utf8) == TimelineCSV.render(points))
     }
 
     @Test("an hour of seconds leaves the writer holding what one second needs, not the hour")
