@@ -253,7 +253,7 @@ public enum MetricCatalog {
         Metric("generator.io_uring_unavailable", .text, report: "generator.io_uring_unavailable", "why io_uring was not used"),
         Metric("generator.source_addresses", .text, report: "generator.source_addresses", "local addresses clients bound to"),
         Metric("generator.closed_model_streams", .text, report: "generator.closed_model_streams",
-               "streams that published closed-model ({\"type\": \"max\"}): no intended times, latency from the actual send"),
+               "streams that ran closed-model ({\"type\": \"max\"}): latency from the actual send, no schedule lag"),
     ]
 
     /// `latency.<kind>.<statistic>` for every kind and statistic, plus report.json's own keys of each kind.
