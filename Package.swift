@@ -93,6 +93,8 @@ let package = Package(
             name: "EngineBenchmark",
             dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
             path: "Benchmarks/EngineBenchmark"),
+        // Runs the fleetbench binary and samples its RSS and descriptors from outside (no library dependencies).
+        .executableTarget(name: "SoakBenchmark", path: "Benchmarks/SoakBenchmark"),
 
         // MARK: Tests
         .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"]),

@@ -3,8 +3,8 @@ import Foundation
 
 /// Writes a run's results folder: report.json, report.html, junit.xml, latency.hlog.
 enum ResultsFolder {
-    static func write(_ report: RunReport, to directory: String) throws {
-        try ReportWriter.write(report, to: directory)
+    static func write(_ report: RunReport, to directory: String, streamed: Bool = false) throws {
+        try ReportWriter.write(report, to: directory, streamed: streamed)
     }
 
     /// Creates `directory` if needed and proves a file can be created in it, before any client connects: a run

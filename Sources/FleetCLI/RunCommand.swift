@@ -15,8 +15,9 @@ struct RunCommand {
 
         Runs a scenario: connects its fleets, drives their publish/subscribe patterns and faults, measures
         latency (from the intended send time), delivery and ack timeouts, checks the thresholds and writes the
-        results folder (report.json, report.html, junit.xml, latency.hlog, timeline.csv). With no broker in the
-        scenario and no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and stops it at the end.
+        results folder (report.json, report.html, junit.xml; latency.hlog and timeline.csv second by second).
+        With no broker in the scenario and no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and
+        stops it at the end.
 
         Options:
           --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
@@ -62,7 +63,7 @@ struct RunCommand {
           -h, --help              show this help
 
         Ctrl-C (or SIGTERM) stops cleanly and still writes the results, marked interrupted; a second Ctrl-C
-        quits at once.
+        quits at once, without results (the embedded broker is stopped).
 
         Exit codes: 0 finished and thresholds passed, 1 runtime failure, 2 usage error, 65 invalid scenario,
         99 thresholds failed. A segment of N > 1 exits 0 when only thresholds failed: fleetbench merge decides.
@@ -363,6 +364,8 @@ struct RunCommand {
             }
         }
         defer { embedded?.stop() }
+        // A second Ctrl-C exits at once: the broker it started must not outlive it.
+        if let embedded { control.onQuit { embedded.kill() } }
         let runBrokers: [RunBroker]
         do {
             runBrokers = try Self.runBrokers(embedded: embedded, certificates: embeddedCertificates, scenario: scenario)
@@ -393,6 +396,10 @@ struct RunCommand {
                 endpoints: runBrokers, embeddedBroker: embedded != nil)
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
             configuration.batchedSends = batchedSends
+            // Each second goes to latency.hlog and timeline.csv as it completes (`RunStreamWriter`): the engine
+            // keeps neither, so memory stays flat however long the run.
+            configuration.keepsIntervalLatencies = false
+            configuration.keepsTimeline = false
             if let runID { configuration.runID = runID }
             if let segment {
                 configuration.segmentIndex = segment.index
@@ -445,7 +452,23 @@ struct RunCommand {
         defer { metricsServer?.stop() }
         let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
                                        targetClients: clients)
+        let stream: RunStreamWriter
+        do {
+            stream = try RunStreamWriter(directory: directory, toolVersion: FleetVersion.current,
+                                         scenarioName: scenario.name, startedAt: startedAt)
+        } catch {
+            console.error("fleetbench: cannot write results to \(directory): \(error); nothing was run")
+            return .runtimeFailure
+        }
+        control.onQuit { stream.removePartialFiles() }
         engine.onSnapshot = { snapshot in
+            let length = Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9
+            stream.append(ReportLatencyInterval(startSeconds: max(snapshot.t - length, 0), lengthSeconds: length,
+                                                latencies: snapshot.latency))
+            stream.appendTimeline(cumulative: TimelinePoint(
+                t: snapshot.t, connected: UInt64(max(snapshot.connected, 0)), published: snapshot.published,
+                received: snapshot.received, endToEndP50Ms: snapshot.endToEndP50Milliseconds,
+                endToEndP99Ms: snapshot.endToEndP99Milliseconds, ackTimeouts: snapshot.ackTimeouts))
             live.update { status in
                 status.elapsedSeconds = snapshot.t
                 status.connected = snapshot.connected
@@ -509,14 +532,13 @@ struct RunCommand {
                                         retainedOnSubscribe: result.retainedOnSubscribe)
         report.latency = result.latency
         report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
-        // Engine snapshots carry running totals; the report's timeline holds each second's own counts.
-        report.timeline = TimelinePoint.differenced(result.timeline.map { snapshot in
-            TimelinePoint(
-                t: snapshot.t, connected: UInt64(max(snapshot.connected, 0)), published: snapshot.published,
-                received: snapshot.received, endToEndP50Ms: snapshot.endToEndP50Milliseconds,
-                endToEndP99Ms: snapshot.endToEndP99Milliseconds, ackTimeouts: snapshot.ackTimeouts)
-        })
-        report.latencyIntervals = result.intervals.map { ReportLatencyInterval($0, runStart: result.origin) }
+        // latency.hlog and timeline.csv were written second by second; the report's timeline is read back.
+        var streamFailure: ReportError?
+        do {
+            report.timeline = try stream.finish()
+        } catch {
+            streamFailure = error
+        }
         if scenario.fleets.count > 1 {
             report.fleets = scenario.fleets.compactMap { fleet in
                 guard let fleetResult = result.fleets[fleet.name] else { return nil }
@@ -582,8 +604,13 @@ struct RunCommand {
             report.segments = SegmentInfo(index: segment.index, count: segment.count, deliveryFinal: segment.count == 1)
         }
         var written = true
+        if let streamFailure {
+            console.error("fleetbench: cannot write results to \(directory): \(streamFailure)")
+            written = false
+        }
         do {
-            try ResultsFolder.write(report, to: directory)
+            try ResultsFolder.write(report, to: directory, streamed: streamFailure == nil)
+            if streamFailure == nil { try stream.commit() }
             if let segment, let data = result.segment {
                 try SegmentFile(runID: engine.runID, seed: seed, scenarioSHA256: report.scenario.sha256,
                                 index: segment.index, count: segment.count, delivery: data,
@@ -591,6 +618,7 @@ struct RunCommand {
             }
         } catch {
             console.error("fleetbench: cannot write results to \(directory): \(error)")
+            stream.abandon()
             written = false
         }
         console.print(RunSummary.render(report, directory: written ? directory : nil))

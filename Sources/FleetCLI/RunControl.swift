@@ -10,6 +10,11 @@ final class RunControl: Sendable {
     nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
 
     private let stagesOver = Atomic<Bool>(false)
+    /// What a second signal does before it exits: stop the embedded broker, remove partial results.
+    private let quitActions = Mutex<[@Sendable () -> Void]>([])
+
+    /// Registers `action` to run when a second signal quits at once (before `_exit(130)`).
+    func onQuit(_ action: @escaping @Sendable () -> Void) { quitActions.withLock { $0.append(action) } }
 
     /// A signal asked the run to stop.
     var stopRequested: Bool { requests.load(ordering: .relaxed) > 0 }
@@ -34,6 +39,7 @@ final class RunControl: Sendable {
                     console.error("\nfleetbench: stopping (DISCONNECT, then results are written); press Ctrl-C again to quit at once")
                 } else {
                     console.error("fleetbench: quitting without writing results")
+                    for action in quitActions.withLock({ $0 }) { action() }
                     _exit(130)
                 }
             }

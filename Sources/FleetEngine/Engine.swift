@@ -346,7 +346,7 @@ public final class Engine: @unchecked Sendable {
         phases.connectStart = origin
         let merger = SnapshotMerger(laneCount: lanes.count, fleetNames: fleets.map(\.configuration.name),
                                     origin: origin, keepsIntervalLatencies: configuration.keepsIntervalLatencies,
-                                    onSnapshot: onSnapshot)
+                                    keepsTimeline: configuration.keepsTimeline, onSnapshot: onSnapshot)
         let mergeQueue = self.mergeQueue
         let readyLanes = self.readyLanes
         let laneCount = lanes.count
@@ -924,7 +924,8 @@ public struct EngineResult: Sendable {
     /// Per fleet, by name: the same measurements restricted to that fleet's clients (delivery: what the fleet's
     /// subscribers received).
     public var fleets: [String: EngineFleetResult] = [:]
-    /// One merged snapshot per second of the run (the last one may cover less than a second).
+    /// One merged snapshot per second of the run (the last one may cover less than a second). Empty when the
+    /// configuration's `keepsTimeline` is false (the snapshots went to `Engine.onSnapshot` only).
     public var timeline: [EngineSnapshot] = []
     /// The latencies of each second, merged over lanes and fleets (for latency.hlog); same seconds as `timeline`.
     /// Compacted histograms: roughly 10-30 KB per latency kind with samples per second. Empty when the

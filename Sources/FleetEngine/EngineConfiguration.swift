@@ -224,6 +224,10 @@ public struct EngineConfiguration: Sendable {
     /// Whether the result keeps each second's latency histograms (`EngineResult.intervals` and the timeline's
     /// `latency`). Off for long runs whose per-second histograms are written out from `Engine.onSnapshot`.
     public var keepsIntervalLatencies = true
+    /// Whether the result keeps the once-a-second snapshots (`EngineResult.timeline`). Off for long runs that
+    /// stream each snapshot from `Engine.onSnapshot` to a file: the engine's memory then stays bounded however
+    /// long the run (with `keepsIntervalLatencies` off too).
+    public var keepsTimeline = true
     /// How lanes wait for readiness (see `LaneDriver`).
     public var laneDriver = LaneDriver.thread
     /// While a lane receives 64,000 messages a second or more, it waits until this long after a turn began

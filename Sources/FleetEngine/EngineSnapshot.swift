@@ -61,6 +61,7 @@ final class SnapshotMerger: @unchecked Sendable {
     let origin: UInt64
     let onSnapshot: (@Sendable (EngineSnapshot) -> Void)?
     let keepsIntervalLatencies: Bool
+    let keepsTimeline: Bool
     private var pending: [Int: [LaneSnapshot?]] = [:]
     /// Each lane's most recent snapshot, so a second one lane has not reported yet carries its last counters.
     private var latest: [LaneSnapshot?]
@@ -68,12 +69,15 @@ final class SnapshotMerger: @unchecked Sendable {
     private var finalsSeen = 0
     private(set) var timeline: [EngineSnapshot] = []
     private(set) var intervals: [LatencyInterval] = []
+    /// Seconds held back until every lane reported them (bounded by how far lanes drift apart).
+    var pendingSeconds: Int { pending.count }
     /// Every interval summed, per fleet: the run's latency totals.
     private(set) var fleetLatency: [LatencyRecorder]
 
     init(laneCount: Int, fleetNames: [String], origin: UInt64, keepsIntervalLatencies: Bool,
-         onSnapshot: (@Sendable (EngineSnapshot) -> Void)?) {
+         keepsTimeline: Bool = true, onSnapshot: (@Sendable (EngineSnapshot) -> Void)?) {
         self.keepsIntervalLatencies = keepsIntervalLatencies
+        self.keepsTimeline = keepsTimeline
         self.laneCount = laneCount
         self.fleetNames = fleetNames
         self.origin = origin
@@ -137,7 +141,9 @@ final class SnapshotMerger: @unchecked Sendable {
             endToEndP99Milliseconds: endToEnd.totalCount > 0 ? Double(endToEnd.valueAtPercentile(99)) / 1000 : nil,
             latency: kept, counters: counters, fleets: fleets)
         onSnapshot?(snapshot)
-        if keepsIntervalLatencies {
+        if !keepsTimeline {
+            // Streamed by the callback: nothing of this second stays here.
+        } else if keepsIntervalLatencies {
             timeline.append(snapshot)
         } else {
             var lean = snapshot

@@ -54,6 +54,12 @@ public struct HistogramLogWriter: Sendable {
 
     public mutating func writeLegend() { text += Self.legend + "\n" }
 
+    /// Returns what was written since the last call and forgets it: for logs streamed to a file as they grow.
+    public mutating func takeText() -> String {
+        defer { text = "" }
+        return text
+    }
+
     /// Writes the usual head: optional comment, format version, start time, base time (equal to the start time,
     /// so interval times are seconds since the start) and the legend.
     public mutating func writeHeader(startSecondsSinceEpoch start: Double, comment: String? = nil) {

@@ -12,14 +12,17 @@ public enum ReportWriter {
     public static let hlogName = "latency.hlog"
     public static let timelineName = "timeline.csv"
 
-    /// Writes all five files into `directory` (created if missing).
-    public static func write(_ report: RunReport, to directory: String) throws(ReportError) {
+    /// Writes all five files into `directory` (created if missing). `streamed`: latency.hlog and timeline.csv
+    /// were written second by second during the run (`RunStreamWriter`) and are left to it.
+    public static func write(_ report: RunReport, to directory: String, streamed: Bool = false) throws(ReportError) {
         try createDirectory(directory)
         try writeFile(try report.jsonText(), to: path(directory, jsonName))
         try writeFile(ReportHTML.render(report), to: path(directory, htmlName))
         try writeFile(JUnitReport.render(report), to: path(directory, junitName))
-        try writeFile(try latencyLog(report), to: path(directory, hlogName))
-        try writeFile(TimelineCSV.render(report.timeline), to: path(directory, timelineName))
+        if !streamed {
+            try writeFile(try latencyLog(report), to: path(directory, hlogName))
+            try writeFile(TimelineCSV.render(report.timeline), to: path(directory, timelineName))
+        }
     }
 
     /// `fleetbench report DIR`: reads DIR/report.json and writes report.html, junit.xml and timeline.csv again
@@ -45,38 +48,50 @@ public enum ReportWriter {
     /// name (`end_to_end`); kinds measured from the intended send time get a second line with the actual-send
     /// figures tagged `<kind>_from_sent`. Without per-second intervals the whole run is written as one interval.
     public static func latencyLog(_ report: RunReport) throws(ReportError) -> String {
-        var writer = HistogramLogWriter()
-        let comment = "fleetbench \(report.toolVersion), scenario \(report.scenario.name), latencies in microseconds"
-        writer.writeHeader(startSecondsSinceEpoch: report.run.startedAt.timeIntervalSince1970, comment: comment)
+        var writer = latencyLogHeader(
+            toolVersion: report.toolVersion, scenarioName: report.scenario.name, startedAt: report.run.startedAt)
         let intervals =
             report.latencyIntervals.isEmpty
             ? [ReportLatencyInterval(startSeconds: 0, lengthSeconds: report.run.durationSeconds, latencies: report.latency)]
             : report.latencyIntervals
+        for interval in intervals { try writeLatencyLines(interval, to: &writer) }
+        return writer.text
+    }
+
+    /// The head of latency.hlog (comment, format version, start and base time, legend).
+    public static func latencyLogHeader(toolVersion: String, scenarioName: String, startedAt: Date) -> HistogramLogWriter {
+        var writer = HistogramLogWriter()
+        let comment = "fleetbench \(toolVersion), scenario \(scenarioName), latencies in microseconds"
+        writer.writeHeader(startSecondsSinceEpoch: startedAt.timeIntervalSince1970, comment: comment)
+        return writer
+    }
+
+    /// One interval's lines of latency.hlog: a line per kind with samples (see `latencyLog`).
+    public static func writeLatencyLines(
+        _ interval: ReportLatencyInterval, to writer: inout HistogramLogWriter
+    ) throws(ReportError) {
         do {
-            for interval in intervals {
-                for kind in interval.latencies.kindsWithSamples {
-                    let intended = interval.latencies.histogram(kind, from: .intended)
-                    let sent = interval.latencies.histogram(kind, from: .sent)
-                    if intended.totalCount > 0 {
+            for kind in interval.latencies.kindsWithSamples {
+                let intended = interval.latencies.histogram(kind, from: .intended)
+                let sent = interval.latencies.histogram(kind, from: .sent)
+                if intended.totalCount > 0 {
+                    try writer.writeInterval(
+                        startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
+                        histogram: intended, tag: kind.reportName)
+                    if sent.totalCount > 0 {
                         try writer.writeInterval(
                             startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
-                            histogram: intended, tag: kind.reportName)
-                        if sent.totalCount > 0 {
-                            try writer.writeInterval(
-                                startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
-                                histogram: sent, tag: sentTag(kind))
-                        }
-                    } else {
-                        try writer.writeInterval(
-                            startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
-                            histogram: sent, tag: kind.reportName)
+                            histogram: sent, tag: sentTag(kind))
                     }
+                } else {
+                    try writer.writeInterval(
+                        startSeconds: interval.startSeconds, lengthSeconds: interval.lengthSeconds,
+                        histogram: sent, tag: kind.reportName)
                 }
             }
         } catch {
             throw ReportError("cannot write latency.hlog: \(error.description)")
         }
-        return writer.text
     }
 
     /// The hlog tag of a kind's actual-send-time histogram.

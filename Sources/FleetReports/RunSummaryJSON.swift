@@ -59,13 +59,39 @@ public enum TimelineCSV {
     /// One line per second, `\n`-terminated; a latency without samples that second is an empty field.
     public static func render(_ timeline: [TimelinePoint]) -> String {
         var text = header + "\n"
-        for point in timeline {
-            text += [
-                JSONWriter.formatReal(point.t), String(point.connected), String(point.published),
-                String(point.received), point.endToEndP50Ms.map(JSONWriter.formatReal) ?? "",
-                point.endToEndP99Ms.map(JSONWriter.formatReal) ?? "", String(point.ackTimeouts),
-            ].joined(separator: ",") + "\n"
-        }
+        for point in timeline { text += row(point) }
         return text
+    }
+
+    /// One second's line, `\n`-terminated. Numbers as in report.json (shortest form that reads back exactly).
+    public static func row(_ point: TimelinePoint) -> String {
+        [
+            JSONWriter.formatReal(point.t), String(point.connected), String(point.published),
+            String(point.received), point.endToEndP50Ms.map(JSONWriter.formatReal) ?? "",
+            point.endToEndP99Ms.map(JSONWriter.formatReal) ?? "", String(point.ackTimeouts),
+        ].joined(separator: ",") + "\n"
+    }
+
+    /// Reads what `render` wrote. A malformed line is an error naming `path` and the line.
+    public static func parse(_ text: String, path: String) throws(ReportError) -> [TimelinePoint] {
+        var points: [TimelinePoint] = []
+        var lineNumber = 0
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            if line.isEmpty || (lineNumber == 1 && line == header) { continue }
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard fields.count == 7, let t = Double(fields[0]), let connected = UInt64(fields[1]),
+                let published = UInt64(fields[2]), let received = UInt64(fields[3]),
+                fields[4].isEmpty || Double(fields[4]) != nil, fields[5].isEmpty || Double(fields[5]) != nil,
+                let ackTimeouts = UInt64(fields[6])
+            else {
+                throw ReportError("\(path):\(lineNumber): expected \(header)")
+            }
+            points.append(
+                TimelinePoint(
+                    t: t, connected: connected, published: published, received: received,
+                    endToEndP50Ms: Double(fields[4]), endToEndP99Ms: Double(fields[5]), ackTimeouts: ackTimeouts))
+        }
+        return points
     }
 }

@@ -117,6 +117,33 @@ struct EngineTimelineTests {
         #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 300)
     }
 
+    @Test("without a kept timeline the callback gets every second and the result holds none")
+    func timelineNotKept() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var configuration = EngineConfiguration(
+            fleets: Self.fleets(version: .v3_1_1),
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+            readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
+        configuration.keepsIntervalLatencies = false
+        configuration.keepsTimeline = false
+        let engine = try Engine(configuration: configuration)
+        let collected = Collected()
+        engine.onSnapshot = { snapshot in collected.snapshots.withLock { $0.append(snapshot) } }
+        let result = engine.run(duration: 2_000_000_000)
+        let live = collected.snapshots.withLock { $0 }
+        #expect(result.timeline.isEmpty)
+        #expect(result.intervals.isEmpty)
+        #expect(live.count >= 3)
+        #expect(live.last?.published == 300)
+        #expect(live.last?.received == 300)
+        var seen = LatencyRecorder()
+        for snapshot in live { seen.add(snapshot.latency) }
+        #expect(seen.histogram(.endToEnd, from: .intended).recordedValues() == result.latency.histogram(.endToEnd, from: .intended).recordedValues())
+        #expect(seen.histogram(.puback, from: .intended).recordedValues() == result.latency.histogram(.puback, from: .intended).recordedValues())
+        #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 300)
+    }
+
     @Test("a ramp spreads a fleet's first connects from its start offset")
     func rampSchedule() throws {
         let settings = MQTTSessionSettings(version: .v5, keepAliveSeconds: 30)
