@@ -154,7 +154,7 @@ extension Lane {
     }
 
     /// How many more window slots must free up before a waiting client resumes publishing.
-    private func freeWindowSlotsMissing(_ client: Int) -> Int {
+    func freeWindowSlotsMissing(_ client: Int) -> Int {
         let window = clients[client].session.inFlightWindow
         return max(1, window / 2) - (window - clients[client].session.inFlightCount)
     }
