@@ -163,6 +163,7 @@ extension Lane {
         clients[client].lowWatermarkProbe = -1
         clients[client].brokerHoldsAcks = false
         clients[client].lowWatermarkStalls = 0
+        clients[client].stalledThisRound = false
         wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
         clients[client].wantsWritable = false
         clients[client].inbound = []
@@ -232,8 +233,10 @@ extension Lane {
     /// Nagle's algorithm on holds the rest until our delayed ACK (40 ms or more); a broker that is only busy
     /// sends more within this, except on a loaded machine. Checked twice: 5-10 ms.
     static let lowWatermarkProbeInterval: UInt64 = 5_000_000
-    /// Stalls below the mark after which a connection's broker is taken to hold acks back: the mark stays 1.
-    static let lowWatermarkStallLimit: UInt8 = 2
+    /// Refill rounds in a row with a stall below the mark after which a connection's broker is taken to hold
+    /// acks back: the mark stays 1. A broker with Nagle's algorithm on stalls every round (once its first ack
+    /// is acknowledged the rest may reach the mark); a busy one on a loaded machine now and then.
+    static let lowWatermarkStallLimit: UInt8 = 3
 
     /// SO_RCVLOWAT for the next wakeup. While a client waits for its window to refill, every ack it waits for
     /// is owed by the broker without anything more from us (its PUBLISH and PUBREL are all written), and each
@@ -268,13 +271,14 @@ extension Lane {
     /// The probe of a raised mark: bytes wait below it and nothing arrived since the last probe. A broker with
     /// Nagle's algorithm on sends its first small ack and holds the next ones until that one is acknowledged,
     /// which a socket nobody reads does only at its delayed-ACK timer: read what is there (which acknowledges
-    /// it at once). After `lowWatermarkStallLimit` such stalls the mark stays 1 on this connection; a busy
-    /// broker on a loaded machine can stall it too, which costs only the batching.
+    /// it at once). After `lowWatermarkStallLimit` refill rounds in a row with such a stall the mark stays 1
+    /// on this connection. A busy broker on a loaded machine can stall it too: that costs only the batching.
     func probeLowWatermark(_ client: Int) {
         guard let socket = clients[client].socket, clients[client].receiveLowWatermark > 1 else { return }
         let queued = (try? socket.queuedBytes()) ?? -1
         if queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 {
-            clients[client].lowWatermarkStalls &+= 1
+            if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls &+= 1 }
+            clients[client].stalledThisRound = true
             if clients[client].lowWatermarkStalls >= Self.lowWatermarkStallLimit || queued < 0 {
                 clients[client].brokerHoldsAcks = true
                 metrics.lowWatermarkFallbacks &+= 1

@@ -118,8 +118,10 @@ struct SimulatedClient {
     var receiveLowWatermark: Int32 = 1
     /// Bytes queued below the raised mark at the last probe (-1: none taken since the last read).
     var lowWatermarkProbe: Int32 = -1
-    /// Times this connection's bytes were found waiting below the raised mark with nothing more arriving.
+    /// Refill rounds in a row in which bytes were found waiting below the raised mark with nothing more
+    /// arriving, and whether the current round had such a stall (`Lane.probeLowWatermark`).
     var lowWatermarkStalls: UInt8 = 0
+    var stalledThisRound = false
     /// This connection's broker was seen holding acks back below the raised mark (Nagle's algorithm: its next
     /// small write waits for our TCP acknowledgement): the mark stays 1 on it and reads answer at once.
     var brokerHoldsAcks = false
