@@ -1,4 +1,5 @@
 import FleetPayload
+import Foundation
 import Glibc
 
 /// Where commands write. Writes go straight to file descriptors: the C `stdout`/`stderr` globals are shared
@@ -6,8 +7,13 @@ import Glibc
 public struct Console: Sendable {
     public var outputDescriptor: Int32 = 1
     public var errorDescriptor: Int32 = 2
+    /// `NO_COLOR` set (and not empty) or `TERM=dumb`: no escape sequences at all, even on a terminal. fleetbench
+    /// prints no colour; the only escape it writes is the one that clears the refreshed progress line.
+    public var plainTerminal: Bool
 
-    public init() {}
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        plainTerminal = !(environment["NO_COLOR"] ?? "").isEmpty || environment["TERM"] == "dumb"
+    }
 
     public func print(_ text: String) { write(text + "\n", to: outputDescriptor) }
     public func error(_ text: String) { write(text + "\n", to: errorDescriptor) }

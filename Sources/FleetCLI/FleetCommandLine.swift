@@ -12,9 +12,13 @@ public enum FleetCommandLine {
 
         Commands:
           run SCENARIO        run a scenario (starts an embedded mosquitto when no broker is named)
+          pub [options]       run publishers from emqtt-bench-style flags, no scenario file needed
+          sub [options]       run subscribers from flags
+          conn [options]      connect idle clients from flags
           validate FILE...    check scenario files without running them and print their plan
-          report DIR          re-render report.html and junit.xml from DIR/report.json
+          report DIR          re-render report.html, junit.xml and timeline.csv from DIR/report.json
           compare BASE CAND   compare two report.json files and flag regressions
+          capacity SCENARIO   find the highest level of one value (--vary) at which the thresholds hold
           help [COMMAND]      show help for a command
 
         Options:
@@ -68,6 +72,18 @@ public enum FleetCommandLine {
                 console.usageError(error, command: "run", help: RunCommand.help)
                 return .usage
             }
+        case "pub", "sub", "conn":
+            let kind = OneLinerCommand.Kind(rawValue: first)!
+            do {
+                guard let command = try OneLinerCommand.parse(kind, rest) else {
+                    console.print(OneLinerCommand.help(kind))
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.usageError(error, command: first, help: OneLinerCommand.help(kind))
+                return .usage
+            }
         // MARK: report and compare (wt-reports)
         case "report":
             do {
@@ -92,6 +108,17 @@ public enum FleetCommandLine {
                 return .usage
             }
         // MARK: end of report and compare
+        case "capacity":
+            do {
+                guard let command = try CapacityCommand.parse(rest) else {
+                    console.print(CapacityCommand.help)
+                    return .success
+                }
+                return command.run(console: console)
+            } catch {
+                console.usageError(error, command: "capacity", help: CapacityCommand.help)
+                return .usage
+            }
         default:
             console.error(unknownCommand(first))
             return .usage
@@ -99,7 +126,7 @@ public enum FleetCommandLine {
     }
 
     /// The commands, in the order the usage lists them.
-    static let commands = ["run", "validate", "report", "compare", "help", "version"]
+    static let commands = ["run", "pub", "sub", "conn", "validate", "report", "compare", "capacity", "help", "version"]
 
     /// `unknown command 'valdate'; did you mean 'validate'?`: the closest command rather than the whole usage.
     static func unknownCommand(_ word: String, in context: String = "fleetbench") -> String {
@@ -130,6 +157,10 @@ public enum FleetCommandLine {
             console.print(ReportCommand.help)
         case "compare":
             console.print(CompareCommand.help)
+        case "pub", "sub", "conn":
+            console.print(OneLinerCommand.help(OneLinerCommand.Kind(rawValue: command!)!))
+        case "capacity":
+            console.print(CapacityCommand.help)
         default:
             console.error(unknownCommand(command!, in: "fleetbench help"))
             return .usage

@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// Live progress while a run goes: on a terminal one line refreshed each second; otherwise a plain line every
-/// 5 s (logs of CI jobs); nothing with --quiet.
+/// 5 s (logs of CI jobs, pipes), never an escape sequence; nothing with --quiet. With NO_COLOR or TERM=dumb the
+/// refreshed line is rewritten with a carriage return and spaces only.
 final class ProgressPrinter: Sendable {
     let console: Console
     let quiet: Bool
@@ -11,6 +12,8 @@ final class ProgressPrinter: Sendable {
     let refreshesInPlace: Bool
     private let lastPlainLine = Mutex<Double>(-5)
     private let shownInPlace = Atomic<Bool>(false)
+    /// The length of the line shown in place, for blanking its rest without an escape sequence.
+    private let shownLength = Atomic<Int>(0)
 
     init(console: Console, quiet: Bool, totalSeconds: Double, targetClients: Int) {
         self.console = console
@@ -24,7 +27,13 @@ final class ProgressPrinter: Sendable {
         guard !quiet else { return }
         let line = Self.line(status, totalSeconds: totalSeconds, targetClients: targetClients)
         if refreshesInPlace {
-            console.write("\r\u{1B}[K" + line, to: console.outputDescriptor)
+            if console.plainTerminal {
+                // Spaces over what is left of the previous line instead of ESC [K (NO_COLOR, TERM=dumb).
+                let blank = max(0, shownLength.exchange(line.count, ordering: .relaxed) - line.count)
+                console.write("\r" + line + String(repeating: " ", count: blank), to: console.outputDescriptor)
+            } else {
+                console.write("\r\u{1B}[K" + line, to: console.outputDescriptor)
+            }
             shownInPlace.store(true, ordering: .relaxed)
         } else {
             let due = lastPlainLine.withLock { last -> Bool in

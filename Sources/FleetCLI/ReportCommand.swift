@@ -1,14 +1,15 @@
 import FleetReports
 import Foundation
 
-/// `fleetbench report DIR`: re-renders report.html and junit.xml from DIR/report.json alone (after an upgrade of
+/// `fleetbench report DIR`: re-renders report.html, junit.xml and timeline.csv from DIR/report.json alone (after an upgrade of
 /// fleetbench, or for a report.json copied from another machine).
 struct ReportCommand {
     static let help = """
         Usage: fleetbench report DIR
 
-        Reads DIR/report.json (or the report.json file named directly) and writes report.html and junit.xml
-        beside it again. latency.hlog is left as it is.
+        Reads DIR/report.json (or the report.json file named directly) and writes report.html, junit.xml and
+        timeline.csv beside it again, e.g. fleetbench report reports/quickstart-20261129-152033.
+        latency.hlog is left as it is.
 
         Options:
           -h, --help          show this help
@@ -53,8 +54,9 @@ struct ReportCommand {
             return .runtimeFailure
         }
         console.print("\(report.passed ? "passed" : "FAILED"): \(report.scenario.name)")
-        console.print("wrote \(ReportWriter.path(in: folder, ReportWriter.htmlName)) and "
-            + ReportWriter.path(in: folder, ReportWriter.junitName))
+        console.print("wrote \(ReportWriter.path(in: folder, ReportWriter.htmlName)), "
+            + "\(ReportWriter.path(in: folder, ReportWriter.junitName)) and "
+            + ReportWriter.path(in: folder, ReportWriter.timelineName))
         return .success
     }
 }

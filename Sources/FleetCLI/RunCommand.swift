@@ -15,8 +15,8 @@ struct RunCommand {
 
         Runs a scenario: connects its fleets, drives their publish/subscribe patterns and faults, measures
         latency (from the intended send time), delivery and ack timeouts, checks the thresholds and writes the
-        results folder (report.json, report.html, junit.xml, latency.hlog). With no broker in the scenario and
-        no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and stops it at the end.
+        results folder (report.json, report.html, junit.xml, latency.hlog, timeline.csv). With no broker in the
+        scenario and no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and stops it at the end.
 
         Options:
           --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
@@ -43,6 +43,9 @@ struct RunCommand {
           --latency-floor D       latency changes up to D against the baseline are not regressions,
                                   whatever their percentage (default 1ms; 0 disables)
           --all                   with --baseline: every row of the comparison, not only the key ones
+          --summary-json FILE     also write the summary's figures and the results folder as JSON to FILE
+                                  (- for standard output; the printed summary then goes to standard error),
+                                  e.g. --summary-json summary.json (docs/report-format.md)
           --quiet                 print only the summary
           -h, --help              show this help
 
@@ -54,6 +57,14 @@ struct RunCommand {
         """
 
     var scenarioPath = ""
+    /// A scenario built in memory (`fleetbench pub`, `sub`, `conn`): its JSON text, read instead of `scenarioPath`,
+    /// which then only names it in the report. nil: the scenario is the file at `scenarioPath`.
+    var generatedScenario: String?
+    /// Variables the scenario's `${NAME}` references may use besides the process environment (a one-liner's
+    /// `-P` password, kept out of the scenario text).
+    var extraEnvironment: [String: String] = [:]
+    /// --summary-json: where the summary's figures go as JSON (`-`: standard output); nil: nowhere.
+    var summaryJSON: String?
     var brokers: [String] = []
     var overrides: [String] = []
     var outputDirectory: String?
@@ -150,6 +161,7 @@ struct RunCommand {
                 command.latencyFloorMilliseconds = try CompareCommand.parseLatencyFloor(try value(argument))
             case "--quiet": command.quiet = true
             case "--all": command.allRows = true
+            case "--summary-json": command.summaryJSON = try value(argument)
             default:
                 if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "run", help: help) }
                 positional.append(argument)
@@ -163,16 +175,19 @@ struct RunCommand {
         return command
     }
 
-    func run(console: Console) -> ExitCode {
-        guard FileManager.default.isReadableFile(atPath: scenarioPath) else {
-            console.error("\(scenarioPath): cannot read the file (does it exist?)")
-            return .invalidScenario
-        }
+    func run(console given: Console) -> ExitCode {
+        // With the summary's JSON on standard output, everything else printed goes to standard error.
+        var console = given
+        if summaryJSON == "-" { console.outputDescriptor = given.errorDescriptor }
         var scenario: Scenario
         do {
-            scenario = try Scenario.load(path: scenarioPath, overrides: overrides, environment: ProcessInfo.processInfo.environment)
+            scenario = try loadScenario()
         } catch {
             console.error(error.description)
+            return .invalidScenario
+        }
+        if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: scenarioPath) {
+            console.error(refusal)
             return .invalidScenario
         }
         if let duration { scenario.trim(to: duration) }
@@ -260,7 +275,7 @@ struct RunCommand {
         var report = RunReport(
             toolVersion: FleetVersion.current,
             scenario: ScenarioInfo(
-                name: scenario.name, file: scenarioPath, sha256: Self.sha256(ofFile: scenarioPath),
+                name: scenario.name, file: scenarioPath, sha256: scenarioSHA256(),
                 description: scenario.description.isEmpty ? nil : scenario.description,
                 redacted: effectiveScenarioJSON(scenario)),
             run: RunInfo(startedAt: startedAt, durationSeconds: 0, interrupted: false, seed: seed),
@@ -380,9 +395,14 @@ struct RunCommand {
                     latency: fleetResult.latency)
                 fleetReport.messages.unackedAtEnd = fleetResult.unackedAtEnd
                 fleetReport.ackTimeoutSeconds = Self.ackTimeoutSeconds(fleet)
+                fleetReport.requests = Self.requests(fleetResult)
+                fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
+                fleetReport.droppedSlots = fleetResult.droppedSlots
+                fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
                 return fleetReport
             }
         }
+        report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
@@ -393,7 +413,11 @@ struct RunCommand {
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
-            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress))
+            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),
+            closedModelStreams: scenario.fleets.flatMap { fleet in
+                fleet.publishes.filter(\.schedule.isClosedModel).map(\.name)
+                    + fleet.requests.filter(\.schedule.isClosedModel).map(\.name)
+            })
         let publishSeconds = Double(result.phases.publishEnd &- result.phases.publishStart) / 1e9
         report.generator.saturationReasons = Self.saturation(
             result: result, publishingCPUSeconds: publishingCPU.seconds, publishSeconds: publishSeconds,
@@ -428,7 +452,29 @@ struct RunCommand {
         for (reason, count) in result.transportErrors.sorted(by: { $0.value > $1.value }) {
             console.error("fleetbench: transport error ×\(count): \(reason)")
         }
+        let code = exitCode(report: report, result: result, written: written, unreachable: unreachable,
+                            neverConnectedFails: neverConnectedFails, brokerURLs: brokerURLs,
+                            baselineReport: baselineReport, console: console)
+        if let summaryJSON {
+            let text = JSONWriter.string(from: RunSummaryJSON.value(report, directory: written ? directory : nil,
+                                                                 exitCode: code.rawValue))
+            if summaryJSON == "-" {
+                given.write(text, to: given.outputDescriptor)
+            } else {
+                do {
+                    try ReportWriter.writeFile(text, to: ResultsFolder.absolute(summaryJSON))
+                } catch {
+                    console.error("fleetbench: \(error.message)")
+                    return code == .success ? .runtimeFailure : code
+                }
+            }
+        }
+        return code
+    }
 
+    /// The run's exit code, with the messages that explain a failure.
+    func exitCode(report: RunReport, result: EngineResult, written: Bool, unreachable: Bool, neverConnectedFails: Bool,
+                  brokerURLs: [String], baselineReport: RunReport?, console: Console) -> ExitCode {
         if unreachable {
             let reasons = report.connections.failuresByReason.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
             console.error("fleetbench: no client could connect to \(brokerURLs.joined(separator: ", ")) (\(reasons))")
@@ -450,6 +496,37 @@ struct RunCommand {
         return report.thresholds.allSatisfy(\.passed) && !regressed && !neverConnectedFails ? .success : .thresholdsFailed
     }
 
+    /// The scenario file (or the generated scenario), overridden and decoded.
+    func loadScenario() throws(RunLoadError) -> Scenario {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(extraEnvironment) { _, extra in extra }
+        guard let generatedScenario else {
+            guard FileManager.default.isReadableFile(atPath: scenarioPath) else {
+                throw RunLoadError(description: "\(scenarioPath): cannot read the file (does it exist?)")
+            }
+            do {
+                return try Scenario.load(path: scenarioPath, overrides: overrides, environment: environment)
+            } catch {
+                throw RunLoadError(description: error.description)
+            }
+        }
+        do {
+            let document = try JSONDocument.parse(text: generatedScenario, file: scenarioPath)
+            return try Scenario.decode(document: document, overrides: overrides, environment: environment)
+        } catch {
+            throw RunLoadError(description: "\(error)")
+        }
+    }
+
+    struct RunLoadError: Error, CustomStringConvertible { let description: String }
+
+    /// SHA-256 of the scenario's bytes: the file's, or the generated text's.
+    func scenarioSHA256() -> String {
+        if let generatedScenario { return Self.sha256(of: Array(generatedScenario.utf8)) }
+        guard let data = FileManager.default.contents(atPath: scenarioPath) else { return "" }
+        return Self.sha256(of: [UInt8](data))
+    }
+
     // MARK: Helpers
 
     /// `--metrics-listen`: a bare port (or `:port`) listens on loopback only; anything else binds where it says.
@@ -461,7 +538,9 @@ struct RunCommand {
 
     /// The scenario file as this run used it: `--set`, `--duration` and `--scale` applied, secrets masked.
     func effectiveScenarioJSON(_ scenario: Scenario) -> JSONValue? {
-        guard var root = (try? JSONDocument.load(path: scenarioPath))?.root else { return nil }
+        let document = generatedScenario.map { try? JSONDocument.parse(text: $0, file: scenarioPath) }
+            ?? (try? JSONDocument.load(path: scenarioPath))
+        guard var root = document?.root else { return nil }
         var applied = overrides
         if let duration { applied.append("duration=\"\(duration)\"") }
         if scale != nil {
@@ -501,6 +580,11 @@ struct RunCommand {
 
     /// The brokers of the run: the embedded mosquitto's listeners (plain, websockets, TLS with the throwaway CA)
     /// or the scenario's endpoints, resolved.
+    /// A fleet's requester figures as report.json writes them (the `requests.*` thresholds read the same).
+    static func requests(_ fleet: EngineFleetResult) -> RequestSummary {
+        RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
+    }
+
     static func runBrokers(
         embedded: MosquittoBroker?, certificates: ThrowawayCertificates?, scenario: Scenario
     ) throws -> [RunBroker] {
@@ -572,11 +656,10 @@ struct RunCommand {
         return formatter.string(from: date)
     }
 
-    static func sha256(ofFile path: String) -> String {
-        guard let data = FileManager.default.contents(atPath: path) else { return "" }
+    static func sha256(of bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        data.withUnsafeBytes { bytes in
-            _ = SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &digest)
+        bytes.withUnsafeBufferPointer { buffer in
+            _ = SHA256(buffer.baseAddress, buffer.count, &digest)
         }
         return digest.map { String(format: "%02x", $0) }.joined()
     }

@@ -1,5 +1,6 @@
 import FleetEngine
 import FleetMetrics
+import FleetReports
 
 /// The metric paths of thresholds (`latency.end_to_end.p99`, `delivery.qos1.lost`, ...; every threshold entry of
 /// MetricCatalog) looked up in a run's merged result. Time values are in nanoseconds (thresholds compare in nanoseconds); nil when the run did
@@ -114,11 +115,11 @@ struct RunMetrics {
             default: return nil
             }
         case "requests":
-            let fleets = result.fleets.values
+            let requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(RunCommand.requests($1)) }
             switch parts[1] {
-            case "sent": return Double(fleets.reduce(0) { $0 + $1.requestsSent })
-            case "answered": return Double(fleets.reduce(0) { $0 + $1.responsesReceived })
-            case "timed_out": return Double(fleets.reduce(0) { $0 + $1.requestsTimedOut })
+            case "sent": return Double(requests.sent)
+            case "answered": return Double(requests.answered)
+            case "timed_out": return Double(requests.timedOut)
             default: return nil
             }
         default:

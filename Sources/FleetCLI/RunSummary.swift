@@ -43,7 +43,8 @@ enum RunSummary {
             if downgrades.subscriptionQoS > 0 { kinds.append("subscription_qos \(downgrades.subscriptionQoS)") }
             if downgrades.subscriptionRefused > 0 { kinds.append("subscription_refused \(downgrades.subscriptionRefused)") }
             if downgrades.qos2AckedAsQoS1 > 0 { kinds.append("qos2_acked_as_qos1 \(downgrades.qos2AckedAsQoS1)") }
-            lines.append("  downgrades    " + kinds.joined(separator: ", "))
+            lines.append("  downgrades    " + kinds.joined(separator: ", ")
+                + perFleet(report) { $0.downgrades.total })
         }
         if report.ackTimeouts.total > 0 {
             let kinds = AckKind.allCases.filter { report.ackTimeouts[$0] > 0 }
@@ -51,7 +52,18 @@ enum RunSummary {
             lines.append("  ack timeouts  \(kinds)")
         }
         if report.generator.unsentAtEnd > 0 || report.generator.droppedSlots > 0 {
-            lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd), dropped \(report.generator.droppedSlots)")
+            lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd)"
+                + perFleet(report) { $0.unsentAtEnd } + ", dropped \(report.generator.droppedSlots)"
+                + perFleet(report) { $0.droppedSlots })
+        }
+        if report.requests.sent > 0 {
+            lines.append("  requests      sent \(report.requests.sent), answered \(report.requests.answered), "
+                + "timed out \(report.requests.timedOut)" + perFleet(report) { $0.requests.timedOut })
+        }
+        if !report.generator.closedModelStreams.isEmpty {
+            // Not open-model latency: a closed-model message waits for the window before it counts.
+            lines.append("  closed model  \(report.generator.closedModelStreams.joined(separator: ", ")): as fast as the "
+                + "window or socket allowed; latency from the actual send, not from a planned time")
         }
         if report.generator.abandonedPublishes > 0 {
             // Given up, not acknowledged and not timed out: the broker lost the session they were in flight in.
@@ -81,6 +93,13 @@ enum RunSummary {
             + (report.generator.ioUringUnavailable.map { ", writes by send(2): io_uring unavailable (\($0))" } ?? ""))
         if let directory { lines.append("  results       \(directory)") }
         return lines.joined(separator: "\n")
+    }
+
+    /// " (fleet-a 3, fleet-b 1)": the fleets with a non-zero share of a figure, when the report has fleets and
+    /// the figure is not zero; empty otherwise.
+    static func perFleet(_ report: RunReport, _ value: (FleetReport) -> UInt64) -> String {
+        let shares = report.fleets.filter { value($0) > 0 }.map { "\($0.name) \(value($0))" }
+        return shares.isEmpty ? "" : " (" + shares.joined(separator: ", ") + ")"
     }
 
     static func formatObserved(_ value: Double, metric: String) -> String {

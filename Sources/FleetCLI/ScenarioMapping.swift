@@ -57,6 +57,7 @@ enum ScenarioMapping {
         case .poisson(let perSecond): return .poisson(perSecond: perSecond)
         case let .burst(count, every): return .bursts(count: count, every: every.nanoseconds)
         case .onConnect: return .onConnect
+        case .max: return .closed
         }
     }
 
@@ -200,6 +201,7 @@ enum ScenarioMapping {
             fleets.append(engineFleet)
         }
         return EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes, seed: seed,
+                                   readyTimeout: scenario.readyTimeoutDuration.nanoseconds,
                                    drainTimeout: scenario.drainDuration.nanoseconds)
     }
 

@@ -1,18 +1,22 @@
-import Foundation
+import FleetJSON
 import FleetScenario
+import Foundation
 
 /// `fleetbench validate FILE... [--set path=value]...`: checks scenario files without running them and prints
 /// each one's plan. Every error of every file is printed (file:line:column: path: message), not only the first.
 struct ValidateCommand {
     static let help = """
-        Usage: fleetbench validate FILE... [--set path=value]...
+        Usage: fleetbench validate FILE... [--set path=value]... [--plan]
 
         Checks scenario files without running them: JSON syntax, duplicate and unknown keys, types, ranges,
-        thresholds. Prints every error as file:line:column: path: message, and for a valid file a short plan
-        (fleets, client counts, expected message rates, duration).
+        thresholds, and subscriptions that would deliver one stream to a client twice (plain and shared, or two
+        shared groups). Prints every error as file:line:column: path: message, and for a valid file a short plan
+        (fleets, client counts, expected message rates, duration). FILE - reads standard input, e.g.
+        fleetbench pub -c 10 -q 1 --with-subscriber --print-scenario | fleetbench validate --plan -
 
         Options:
           --set path=value    override a value before checking (repeatable), e.g. --set fleets.vehicles.count=5000
+          --plan              print each valid file's plan (the default; kept for scripts that say so)
           -h, --help          show this help
 
         Exit codes: 0 all files valid, 2 usage error, 65 at least one file invalid.
@@ -30,6 +34,10 @@ struct ValidateCommand {
             switch argument {
             case "-h", "--help":
                 return nil
+            case "--plan":
+                break
+            case "-":
+                command.files.append(argument)
             case "--set":
                 index += 1
                 guard index < arguments.count else { throw UsageError("--set needs a value: --set path=value") }
@@ -53,6 +61,21 @@ struct ValidateCommand {
         var invalid = 0
         let environment = ProcessInfo.processInfo.environment
         for file in files {
+            if file == "-" {
+                // Standard input, named <stdin> in messages.
+                let text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+                do {
+                    let document = try JSONDocument.parse(text: text, file: "<stdin>")
+                    let scenario = try Scenario.decode(document: document, overrides: overrides, environment: environment,
+                                                       defaultName: "stdin")
+                    output.print("<stdin>: valid")
+                    output.print(ScenarioPlan(scenario).render())
+                } catch {
+                    output.error("\(error)")
+                    invalid += 1
+                }
+                continue
+            }
             guard FileManager.default.isReadableFile(atPath: file) else {
                 output.error("\(file): cannot read the file (does it exist?)")
                 invalid += 1
@@ -60,6 +83,11 @@ struct ValidateCommand {
             }
             do {
                 let scenario = try Scenario.load(path: file, overrides: overrides, environment: environment)
+                if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: file) {
+                    output.error(refusal)
+                    invalid += 1
+                    continue
+                }
                 output.print("\(file): valid")
                 output.print(ScenarioPlan(scenario).render())
             } catch {

@@ -109,7 +109,10 @@ public final class Engine: @unchecked Sendable {
     public static func defaultTickNanoseconds(configuration: EngineConfiguration, laneCount: Int) -> UInt64 {
         var perSecond = 0.0
         for fleet in configuration.fleets {
-            for stream in fleet.streams { perSecond += Double(fleet.count) * stream.plan.messagesPerSecond }
+            // A closed-model stream sends as fast as it can: a busy lane.
+            for stream in fleet.streams {
+                perSecond += stream.plan.isClosed ? .infinity : Double(fleet.count) * stream.plan.messagesPerSecond
+            }
         }
         return perSecond / Double(max(laneCount, 1)) <= 2_000 ? 100_000 : 1_000_000
     }
@@ -135,6 +138,7 @@ public final class Engine: @unchecked Sendable {
             firstStream += fleet.count * fleet.streams.count
         }
         self.fleets = fleets
+        try Self.refuseAmbiguousRoutes(fleets: fleets, streamCount: firstStream)
         var perLane: [[SimulatedClient]] = Array(repeating: [], count: laneCount)
         var topics: [String] = Array(repeating: "", count: firstStream)
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
@@ -142,7 +146,7 @@ public final class Engine: @unchecked Sendable {
         var filters: [(Int, [MQTTSubscription])] = []
         var groups: [ShareGroup] = []
         var groupIndices: [String: Int] = [:]
-        var mixedClients: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])] = []
+        var sharedFilters: [Int: [(filter: String, qos: MQTTQoS, key: UInt64)]] = [:]
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
@@ -176,7 +180,7 @@ public final class Engine: @unchecked Sendable {
                     }
                     streams.append(StreamState(
                         topic: try MQTTTopicName(topic), streamID: UInt32(id), qos: stream.qos, retain: stream.retain,
-                        payload: payload, schedule: nil, pending: nil, request: request))
+                        payload: payload, closed: stream.plan.isClosed, schedule: nil, pending: nil, request: request))
                 }
                 var subscriptions = settings.subscriptions(index, clientID)
                 if let responder = settings.responder {
@@ -204,8 +208,13 @@ public final class Engine: @unchecked Sendable {
                 let routed = split.shared.map { shared in
                     (filter: shared.filter, key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
                 }
-                if !routed.isEmpty, Self.onlyGroup(split) == nil {
-                    mixedClients.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
+                if !routed.isEmpty {
+                    // The granted QoS of each shared subscription, for whether its windows outlive a disconnect.
+                    let qosOfShared = subscriptions.compactMap { subscription -> MQTTQoS? in
+                        guard let parsed = try? MQTTTopicFilter(subscription.filter), parsed.shareGroup != nil else { return nil }
+                        return subscription.options.qos
+                    }
+                    sharedFilters[global] = (zip(routed, qosOfShared).map { ($0.filter, $1, $0.key) })
                 }
                 if Self.onlyGroup(split) != nil, let group = routed.first {
                     deliveryKey = group.key  // every arrival is the group's: no matching per message
@@ -231,25 +240,43 @@ public final class Engine: @unchecked Sendable {
                 global += 1
             }
         }
-        try Self.refuseAmbiguousRoutes(mixedClients, topics: topics, tracked: tracked)
-        // What each subscriber is owed: the tracked streams its own plain filters match (shared subscriptions are
-        // owed per group, see `collect`), and whether each outlives a disconnect.
+        // What each subscriber is owed: the tracked streams its plain filters match (under its own key) and those
+        // its shared subscriptions match (under its group's key: a group is owed what any member was entitled to,
+        // see `collect`), and whether each outlives a disconnect. `refuseAmbiguousRoutes` made sure no stream is
+        // matched by two routes of one client.
         var entitledStreams: [Int: [UInt32]] = [:]
-        for (global, plain) in filters {
+        var subscribers = Set(filters.map(\.0))
+        subscribers.formUnion(sharedFilters.keys)
+        let plainByClient = Dictionary(filters, uniquingKeysWith: { first, _ in first })
+        for global in subscribers.sorted() {
             let lane = global % laneCount
             let position = global / laneCount
             let settings = perLane[lane][position].session.settings
             let keepsSession = !settings.cleanStart && (!settings.version.hasProperties || settings.sessionExpiryInterval > 0)
+            let ownKey = Self.subscriberDeliveryKey(global)
+            let plain = plainByClient[global] ?? []
+            let shared = sharedFilters[global] ?? []
             var streams: [UInt32] = []
             var persistent: [Bool] = []
+            var keys: [UInt64] = []
+            var plainStreams: [UInt32] = []
             for stream in topics.indices where tracked[stream] {
-                let matching = plain.filter { MQTTTopic.matches(filter: $0.filter, topic: topics[stream]) }
-                guard let granted = matching.map(\.options.qos.rawValue).max() else { continue }
+                let topic = topics[stream]
+                var granted = plain.filter { MQTTTopic.matches(filter: $0.filter, topic: topic) }.map(\.options.qos.rawValue).max()
+                var key = ownKey
+                if granted != nil {
+                    plainStreams.append(UInt32(stream))
+                } else if let route = shared.first(where: { MQTTTopic.matches(filter: $0.filter, topic: topic) }) {
+                    granted = route.qos.rawValue
+                    key = route.key
+                }
+                guard let granted else { continue }
                 streams.append(UInt32(stream))
                 persistent.append(keepsSession && granted >= 1 && qos[stream] != .atMostOnce)
+                keys.append(key)
             }
-            perLane[lane][position].setEntitledStreams(streams, persistent: persistent)
-            entitledStreams[global] = streams
+            perLane[lane][position].setEntitledStreams(streams, persistent: persistent, keys: keys)
+            if plainByClient[global] != nil { entitledStreams[global] = plainStreams }
         }
         self.entitledStreams = entitledStreams
         self.streamTopics = topics
@@ -332,16 +359,25 @@ public final class Engine: @unchecked Sendable {
         return collect(merger: merger, phases: phases)
     }
 
-    /// The end of a run: waits while anything is outstanding, up to `drainTimeout`. Outstanding: a QoS 1/2
-    /// message awaiting its ack within its deadline, on a client that may still get it (connected, or offline
-    /// with a reconnect to come), or deliveries still arriving (the received count moved in the last 100 ms).
+    /// The end of a run: waits while anything is outstanding, up to `drainTimeout`. It ends as soon as
+    /// - no QoS 1/2 message awaits its ack within its deadline on a client that may still get it (connected, or
+    ///   offline with a reconnect to come), and
+    /// - every message owed to a connected subscriber has arrived (its open entitlement windows,
+    ///   `Lane.owedDeliveries`), every shared-subscription group with a connected member has every message from
+    ///   its members' earliest open window on (`Lane.openGroupWindows`, `Lane.groupArrivals`: the lanes' distinct
+    ///   arrivals summed, as a message reaches one member), and every request has its response: exact, no
+    ///   waiting for quiet.
+    /// While acks are in but owed messages are missing, it waits for them as long as arrivals go on: it gives up
+    /// once nothing arrived for `owedQuiet` (they are lost: QoS 0 dropped, or a broker that lost them).
     /// Acks whose deadline passes during the drain are ack timeouts of their kind; what is still awaited when
     /// it ends is `unackedAtEnd`.
     private func drain() {
         let deadline = MonotonicClock.now() &+ configuration.drainTimeout
         var lastReceived: UInt64 = .max
-        while MonotonicClock.now() < deadline {
+        var lastArrival = MonotonicClock.now()
+        while true {
             var outstanding = 0
+            var owed: UInt64 = 0
             var received: UInt64 = 0
             for lane in lanes {
                 lane.queue.sync {
@@ -350,14 +386,44 @@ public final class Engine: @unchecked Sendable {
                         outstanding += awaiting.qos1 + awaiting.qos2
                     }
                     for fleet in lane.metrics.fleets { received &+= fleet.counters.received.total }
+                    owed &+= lane.owedDeliveries()
                 }
             }
-            if outstanding == 0 && received == lastReceived { return }
-            lastReceived = received
-            let left = deadline > MonotonicClock.now() ? deadline - MonotonicClock.now() : 0
-            usleep(UInt32(min(100_000, max(1_000, left / 1_000))))
+            if !shareGroups.isEmpty { owed &+= owedToGroups() }
+            let now = MonotonicClock.now()
+            if received != lastReceived {
+                lastReceived = received
+                lastArrival = now
+            }
+            let quiet = now &- lastArrival
+            if outstanding == 0 && (owed == 0 || quiet >= Self.owedQuiet) { return }
+            guard now < deadline else { return }
+            usleep(UInt32(min(Self.drainPoll, max(1_000, (deadline - now) / 1_000))))
         }
     }
+
+    /// Messages owed to shared-subscription groups with a connected member that no member has received: from
+    /// the earliest open window of a connected member to the stream's published count. A duplicate across
+    /// members could hide a missing message here (the lanes' counts are summed); it is counted at the end.
+    private func owedToGroups() -> UInt64 {
+        var starts: [UInt64: UInt64] = [:]
+        for lane in lanes { lane.queue.sync { lane.openGroupWindows(into: &starts) } }
+        guard !starts.isEmpty else { return 0 }
+        var arrived: [UInt64: UInt64] = [:]
+        for lane in lanes { lane.queue.sync { lane.groupArrivals(starts, into: &arrived) } }
+        var owed: UInt64 = 0
+        for (key, start) in starts {
+            let published = progress.published(Int(key & 0xFFFF_FFFF))
+            guard published > start else { continue }
+            owed &+= (published - start) &- min(arrived[key] ?? 0, published - start)
+        }
+        return owed
+    }
+
+    /// How long the drain waits without an arrival for messages owed but missing before it counts them lost (ns).
+    static let owedQuiet: UInt64 = 1_000_000_000
+    /// The drain's polling interval (µs).
+    static let drainPoll: UInt64 = 10_000
 
     private func collect(merger: SnapshotMerger, phases: EnginePhaseTimes) -> EngineResult {
         var result = EngineResult()
@@ -435,20 +501,35 @@ public final class Engine: @unchecked Sendable {
             }
         }
         // Shared-subscription groups: the broker hands each message to one member, so a group is one
-        // subscriber. Its members' states (recorded under the group's key, on whichever lanes they sit) are
-        // merged per stream, and every stream a group filter matches expects every published message once;
-        // a message that reached two members is a duplicate. Counted once, for the fleet of the group's first
+        // subscriber. Its members' states and entitlement windows (recorded under the group's key, on whichever
+        // lanes they sit) are merged per stream; every stream a group filter matches expects each message
+        // published while at least one member was entitled to it, once; a message that reached two members is a
+        // duplicate, one published while no member was entitled is missed while offline. Counted once, for the fleet of the group's first
         // member in configuration order (a group whose members span fleets is not split between them).
         for (index, group) in shareGroups.enumerated() {
             for stream in streamTopics.indices
             where streamTracked[stream] && group.filters.contains(where: { MQTTTopic.matches(filter: $0, topic: streamTopics[stream]) }) {
                 let key = Self.groupDeliveryKey(index) | UInt64(stream)
                 var merged = DeliveryTracker()
+                var windows: [EntitlementWindow] = []
                 for metrics in laneMetrics {
                     if let dense = metrics.deliveryKeys[key] { merged.merge(stream: 0, from: metrics.delivery, stream: dense) }
+                    windows += metrics.entitlement[key] ?? []
                 }
-                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
-                    .add(merged.counts(stream: 0, expected: published[stream]))
+                // Owed once while at least one member was entitled: the union of the members' windows, plus
+                // what arrived of what was numbered between them (as for a single subscriber above).
+                var expected: UInt64 = 0
+                var previousEnd: UInt64 = 0
+                for window in Self.union(windows) {
+                    expected &+= window.end &- window.start
+                    if previousEnd < window.start {
+                        expected &+= merged.uniqueCount(stream: 0, in: previousEnd..<window.start)
+                    }
+                    previousEnd = window.end
+                }
+                var counts = merged.counts(stream: 0, expected: expected)
+                counts.missedWhileOffline = published[stream] > expected ? published[stream] - expected : 0
+                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)].add(counts)
             }
         }
         result.peakConnected = gauges.total.peak
@@ -469,6 +550,19 @@ public final class Engine: @unchecked Sendable {
         result.timeline = merger.timeline
         result.intervals = merger.intervals
         return result
+    }
+
+    /// Windows merged where they overlap or touch, in sequence order, empty ones dropped.
+    static func union(_ windows: [EntitlementWindow]) -> [EntitlementWindow] {
+        var merged: [EntitlementWindow] = []
+        for window in windows.sorted(by: { $0.start < $1.start }) where window.end > window.start {
+            if let last = merged.last, window.start <= last.end {
+                merged[merged.count - 1] = EntitlementWindow(start: last.start, end: max(last.end, window.end))
+            } else {
+                merged.append(window)
+            }
+        }
+        return merged
     }
 
     static func requestState(_ request: EngineRequest, replyTopic: String, stream: Int, fleets: [FleetRuntime],
@@ -534,6 +628,60 @@ public final class Engine: @unchecked Sendable {
         return (group, split.shared.map(\.filter))
     }
 
+    /// `refuseAmbiguousRoutes` for a configuration, without building anything else: what `fleetbench validate`
+    /// checks so that a scenario the engine would refuse is refused before a run, with the same message.
+    public static func refuseAmbiguousRoutes(_ configuration: EngineConfiguration) throws {
+        var fleets: [FleetRuntime] = []
+        var firstStream = 0
+        for (index, fleet) in configuration.fleets.enumerated() {
+            fleets.append(try FleetRuntime(index: index, configuration: fleet, firstStream: firstStream))
+            firstStream += fleet.count * fleet.streams.count
+        }
+        try refuseAmbiguousRoutes(fleets: fleets, streamCount: firstStream)
+    }
+
+    /// Every client's subscriptions as the engine makes them (its own, a responder's command topic, a requester's
+    /// reply filters) and every stream's topic, checked by `refuseAmbiguousRoutes`. Topics are rendered only when
+    /// some client mixes plain and shared subscriptions or subscribes to several groups.
+    static func refuseAmbiguousRoutes(fleets: [FleetRuntime], streamCount: Int) throws {
+        var mixed: [(clientID: String, fleet: String, plain: [String], shared: [(group: String, filter: String)])] = []
+        for fleet in fleets {
+            let settings = fleet.configuration
+            for index in 0..<settings.count {
+                let clientID = settings.clientID(index)
+                var subscriptions = settings.subscriptions(index, clientID)
+                if let responder = settings.responder {
+                    subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
+                }
+                for stream in settings.streams {
+                    if let target = stream.request {
+                        subscriptions.append(MQTTSubscription(filter: target.replyTopic(index, clientID), qos: stream.qos))
+                    }
+                }
+                let split = splitSharedSubscriptions(subscriptions)
+                if !split.shared.isEmpty, onlyGroup(split) == nil {
+                    mixed.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
+                }
+            }
+        }
+        guard !mixed.isEmpty else { return }
+        var topics: [String] = Array(repeating: "", count: streamCount)
+        var tracked: [Bool] = Array(repeating: true, count: streamCount)
+        for fleet in fleets {
+            let settings = fleet.configuration
+            for index in 0..<settings.count {
+                let clientID = settings.clientID(index)
+                for (streamIndex, stream) in settings.streams.enumerated() {
+                    let id = fleet.firstStream + index * settings.streams.count + streamIndex
+                    topics[id] = stream.topic(index, clientID)
+                    if case .text = stream.payload { tracked[id] = false }
+                    if stream.request != nil { tracked[id] = false }
+                }
+            }
+        }
+        try refuseAmbiguousRoutes(mixed, topics: topics, tracked: tracked)
+    }
+
     /// Refuses a client that would receive one accounted stream through two of its subscriptions: a plain filter
     /// and a shared one, or shared filters of two groups. The broker sends such a client a copy per subscription
     /// (mosquitto: 5.0 clients) or one copy (3.1.1), and nothing in the message says which subscription brought
@@ -560,7 +708,7 @@ public final class Engine: @unchecked Sendable {
                 throw EngineConfigurationError(message: "client '\(client.clientID)' of fleet '\(client.fleet)' would receive "
                     + "topic '\(topic)' through both \(routes[0]) and \(routes[1]): the copies cannot be told apart, so "
                     + "its deliveries would be mis-counted; make each published topic match one subscription per client "
-                    + "(narrow the plain filter, or subscribe the group from other clients)")
+                    + "(narrow the plain filter, or subscribe the group from other clients)", fleet: client.fleet)
             }
         }
     }

@@ -175,6 +175,8 @@ public struct EngineFleet: Sendable {
 /// A configuration the engine cannot run.
 public struct EngineConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
+    /// The fleet the problem belongs to, when it is one fleet's (for locating it in a scenario file).
+    public var fleet: String? = nil
     public var description: String { message }
 }
 

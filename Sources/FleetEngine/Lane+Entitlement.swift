@@ -4,7 +4,8 @@
 /// - persistent session with QoS ≥ 1 both ways: from its SUBACK for as long as the broker keeps the session;
 ///   a reconnect that finds no session ends the window where the link was cut.
 /// What a stream published outside every window is `missed_while_offline`, not loss; what was in flight when
-/// a link was cut is inside the window, so it is lost unless it arrived.
+/// a link was cut is inside the window, so it is lost unless it arrived. A shared subscription's windows are
+/// kept under its group's key: the group is owed a message while any member was entitled to it.
 extension Lane {
     /// CONNACK: the client subscribes now unless the broker kept its session (then its persistent windows go on).
     func entitlementConnected(_ client: Int, sessionPresent: Bool) {
@@ -46,9 +47,65 @@ extension Lane {
     }
 
     private func closeWindow(_ client: Int, _ index: Int, end: UInt64) {
-        let key = clients[client].deliveryKey | UInt64(clients[client].entitledStreams[index])
+        let key = clients[client].entitledKeys[index] | UInt64(clients[client].entitledStreams[index])
         let window = EntitlementWindow(start: clients[client].windowStart[index], end: end)
         metrics.entitlement[key, default: []].append(window)
         clients[client].windowOpen[index] = false
+    }
+}
+
+extension Lane {
+    /// Messages owed to this lane's connected subscribers through their own (plain) subscriptions that have not
+    /// arrived: for every open window, those numbered from its start to the stream's published count that the
+    /// tracker has not seen; plus this lane's requests still without a response (a request and its response are
+    /// counted on the requester's lane). Shared-subscription windows are left out: a group's deliveries are
+    /// spread over lanes (`openGroupWindows`, `groupArrivals`). Part of the drain's end condition
+    /// (`Engine.drain`). Runs on the lane's queue.
+    func owedDeliveries() -> UInt64 {
+        var owed: UInt64 = 0
+        for fleet in metrics.fleets where fleet.requestsSent > fleet.responsesReceived {
+            owed &+= fleet.requestsSent - fleet.responsesReceived
+        }
+        for client in clients.indices where clients[client].phase == .connected {
+            let entitled = clients[client].entitledStreams
+            for index in entitled.indices where clients[client].windowOpen[index]
+                && clients[client].entitledKeys[index] & Engine.groupKeyTag == 0 {
+                let stream = entitled[index]
+                let start = clients[client].windowStart[index]
+                let published = progress.published(Int(stream))
+                guard published > start else { continue }
+                let key = clients[client].entitledKeys[index] | UInt64(stream)
+                let arrived = metrics.deliveryKeys[key].map { metrics.delivery.uniqueCount(stream: $0, in: start..<published) } ?? 0
+                owed &+= (published - start) &- min(arrived, published - start)
+            }
+        }
+        return owed
+    }
+
+    /// The open windows of this lane's connected shared-subscription members: for each group key | stream, the
+    /// earliest start, merged into `starts`. A group is owed every message from the earliest open window of a
+    /// connected member to the stream's published count (every open window runs to now). Runs on the lane's queue.
+    func openGroupWindows(into starts: inout [UInt64: UInt64]) {
+        for client in clients.indices where clients[client].phase == .connected {
+            let entitled = clients[client].entitledStreams
+            for index in entitled.indices where clients[client].windowOpen[index]
+                && clients[client].entitledKeys[index] & Engine.groupKeyTag != 0 {
+                let key = clients[client].entitledKeys[index] | UInt64(entitled[index])
+                let start = clients[client].windowStart[index]
+                starts[key] = min(starts[key] ?? start, start)
+            }
+        }
+    }
+
+    /// Distinct arrivals on this lane under each group key | stream of `starts`, from its start to the stream's
+    /// published count, added to `arrived` (the lanes' counts are summed: a message reaches one member). Runs on
+    /// the lane's queue.
+    func groupArrivals(_ starts: [UInt64: UInt64], into arrived: inout [UInt64: UInt64]) {
+        for (key, start) in starts {
+            guard let dense = metrics.deliveryKeys[key] else { continue }
+            let published = progress.published(Int(key & 0xFFFF_FFFF))
+            guard published > start else { continue }
+            arrived[key, default: 0] &+= metrics.delivery.uniqueCount(stream: dense, in: start..<published)
+        }
     }
 }

@@ -96,7 +96,8 @@ extension Lane {
         for client in clients.indices {
             for stream in clients[client].streams.indices {
                 let state = clients[client].streams[stream]
-                var unsent: UInt64 = state.pending == nil ? 0 : 1
+                // A closed-model stream owes nothing: a message held back by its full window was never due.
+                var unsent: UInt64 = state.pending == nil || state.closed ? 0 : 1
                 if let schedule = state.schedule { unsent &+= schedule.slotsDue(by: now) }
                 metrics.fleets[clients[client].fleet].unsentAtEnd &+= unsent
             }
@@ -135,7 +136,7 @@ extension Lane {
         case .interval(let period, _): return random.next(below: period)
         case .rate(let perSecond): return random.next(below: max(1, UInt64(1e9 / perSecond)))
         case .bursts(_, let every): return random.next(below: every)
-        case .poisson, .onConnect: return 0
+        case .poisson, .onConnect, .closed: return 0
         }
     }
 
@@ -216,6 +217,10 @@ extension Lane {
         // this lane writes the stream's count.
         let sequence = progress.published(Int(state.streamID))
         let now = self.now
+        // Closed model: the message is intended when it actually goes out (one the window refused goes later
+        // than the turn that handed it out), so its latency counts from the send.
+        var due = due
+        if state.closed { due.intendedTime = now }
         let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime,
                                     runID: runID, sentTime: now)
         let tag = UInt64(state.streamID) << 32 | (sequence & 0xFFFF_FFFF)
@@ -262,6 +267,8 @@ extension Lane {
             metrics.fleets[clients[client].fleet].counters.published[QoSLevel(state.qos)] += 1
             progress.setPublished(Int(state.streamID), sequence &+ 1)
             if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
+            // A closed-model message has no intended time of its own: no schedule lag, no generator lag.
+            if state.closed { return true }
             // Lag at the actual send: a message first refused by a full window goes out later than the turn
             // that handed it out.
             let lag = now > due.intendedTime ? now - due.intendedTime : 0

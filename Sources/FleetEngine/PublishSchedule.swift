@@ -15,6 +15,10 @@ public enum PublishPlan: Sendable, Equatable {
     case bursts(count: Int, every: UInt64)
     /// One message when the connection is established.
     case onConnect
+    /// Closed model: no arrival plan. The next message is due as soon as the client can send it (its in-flight
+    /// window for QoS 1/2, its socket for QoS 0), like mqtt-benchmark and emqtt-bench. There is no intended time:
+    /// each message's intended time is its actual send, so it has no schedule lag and is never "behind".
+    case closed
 
     /// Messages a second one client sends by this plan, on average (an on-connect message counts as none).
     public var messagesPerSecond: Double {
@@ -22,8 +26,14 @@ public enum PublishPlan: Sendable, Equatable {
         case .interval(let period, _): return period == 0 ? 0 : 1e9 / Double(period)
         case .rate(let perSecond), .poisson(let perSecond): return perSecond
         case .bursts(let count, let every): return every == 0 ? 0 : Double(count) * 1e9 / Double(every)
-        case .onConnect: return 0
+        case .onConnect, .closed: return 0
         }
+    }
+
+    /// Whether the plan is closed-model (`.closed`).
+    public var isClosed: Bool {
+        if case .closed = self { return true }
+        return false
     }
 
     /// A description of what is wrong with the parameters, or nil.
@@ -37,7 +47,7 @@ public enum PublishPlan: Sendable, Equatable {
         case let .bursts(count, every):
             if count < 1 { return "burst size must be at least 1, got \(count)" }
             if every == 0 { return "burst period must be greater than 0" }
-        case .onConnect:
+        case .onConnect, .closed:
             break
         }
         return nil
@@ -101,6 +111,8 @@ public struct PublishSchedule: Sendable {
     /// Total slots in the plan (sent + dropped), nil = unlimited.
     public let slotLimit: UInt64?
     public let start: UInt64
+    /// `plan.isClosed`, kept apart so the per-message path tests a flag.
+    public let isClosed: Bool
 
     /// The intended time of the next slot, nil when the plan is finished.
     public private(set) var nextIntendedTime: UInt64?
@@ -126,6 +138,7 @@ public struct PublishSchedule: Sendable {
         self.maxPerTurn = max(maxPerTurn, 1)
         self.slotLimit = slotLimit
         self.start = start
+        self.isClosed = plan.isClosed
         self.random = random
         nextIntendedTime = slotLimit == 0 ? nil : slotTime(index: 0, previous: start)
     }
@@ -143,7 +156,10 @@ public struct PublishSchedule: Sendable {
                 advance()
                 continue
             }
-            let send = ScheduledSend(sequence: sentCount, intendedTime: intended, lag: turn.now - intended)
+            // A closed plan's slot is always due (its "time" stays at start); it is handed out now, with no lag.
+            let send = isClosed
+                ? ScheduledSend(sequence: sentCount, intendedTime: turn.now, lag: 0)
+                : ScheduledSend(sequence: sentCount, intendedTime: intended, lag: turn.now - intended)
             sentCount += 1
             turn.remaining -= 1
             advance()
@@ -158,7 +174,9 @@ public struct PublishSchedule: Sendable {
     /// still owed when publishing stopped. Grid plans count in closed form, so a client offline for hours
     /// costs nothing; jittered and Poisson plans step a copy of the schedule (its own random draws), at most
     /// `stepLimit` slots, beyond which the rest of the grid is estimated from the plan's rate.
+    /// A closed plan owes nothing: it has no slots in time, only as many messages as its client could send.
     public func slotsDue(by time: UInt64, stepLimit: UInt64 = 10_000_000) -> UInt64 {
+        if isClosed { return 0 }
         guard let next = nextIntendedTime, next <= time else { return 0 }
         let remainingSlots = slotLimit.map { $0 > slotIndex ? $0 - slotIndex : 0 } ?? .max
         let due: UInt64
@@ -179,6 +197,8 @@ public struct PublishSchedule: Sendable {
             due = lastIndex >= slotIndex ? lastIndex - slotIndex + 1 : 0
         case .onConnect:
             due = 1
+        case .closed:
+            due = 0
         case .interval, .poisson:
             var copy = self
             var counted: UInt64 = 0
@@ -252,6 +272,9 @@ public struct PublishSchedule: Sendable {
             return start.addingSaturating(burst.multipliedSaturating(by: every))
         case .onConnect:
             return index == 0 ? start : nil
+        case .closed:
+            // Every slot is due from the start on; `next` hands each out at the time of the turn.
+            return start
         }
     }
 }

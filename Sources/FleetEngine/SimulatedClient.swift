@@ -87,6 +87,8 @@ struct StreamState {
     let qos: MQTTQoS
     let retain: Bool
     let payload: StreamPayload
+    /// Closed-model plan (`PublishPlan.closed`): latency from the actual send, no lag, nothing owed at the end.
+    var closed = false
     var schedule: PublishSchedule?
     /// A message the in-flight window refused; sent first when the window opens.
     var pending: ScheduledSend?
@@ -152,19 +154,22 @@ struct SimulatedClient {
     var random: SeededRandom
     /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.
     var isReady = false
-    /// Streams (global ids) its own plain subscriptions match, for the entitlement windows (`Lane+Entitlement`),
-    /// and whether each outlives a disconnect (persistent session, QoS ≥ 1 both ways). Per entitled stream:
-    /// where the current window starts, where a persistent window's link was cut, and
-    /// whether a window is open.
+    /// Streams (global ids) its subscriptions match, for the entitlement windows (`Lane+Entitlement`), whether
+    /// each outlives a disconnect (persistent session, QoS ≥ 1 both ways), and the key its windows are kept under
+    /// (high 32 bits: its own index for a plain filter, its group's tagged index for a shared subscription, so a
+    /// group's windows from every member meet under one key). Per entitled stream: where the current window
+    /// starts, where a persistent window's link was cut, and whether a window is open.
     var entitledStreams: [UInt32] = []
     var entitledPersistent: [Bool] = []
+    var entitledKeys: [UInt64] = []
     var windowStart: [UInt64] = []
     var windowCut: [UInt64] = []
     var windowOpen: [Bool] = []
 
-    mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool]) {
+    mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool], keys: [UInt64]) {
         entitledStreams = streams
         entitledPersistent = persistent
+        entitledKeys = keys
         windowStart = Array(repeating: 0, count: streams.count)
         windowCut = windowStart
         windowOpen = Array(repeating: false, count: streams.count)

@@ -219,9 +219,10 @@ public enum MetricCatalog {
         Metric("rates.published", .number, report: nil, .needs(.publishes), "messages published per second of the publishing phase"),
         Metric("rates.received", .number, report: nil, .needs(.publishes), "messages received per second of the publishing phase"),
         // Requests.
-        Metric("requests.sent", .number, report: nil, "requests published"),
-        Metric("requests.answered", .number, report: nil, "responses received"),
-        Metric("requests.timed_out", .number, report: nil, "requests without a response before their timeout"),
+        Metric("requests.sent", .number, report: "requests.sent", "requests published"),
+        Metric("requests.answered", .number, report: "requests.answered", "responses received to them"),
+        Metric("requests.timed_out", .number, report: "requests.timed_out",
+               "requests without a response by the end of the run, plus responses later than the request's timeout"),
         // The generator's own health.
         Metric("generator.schedule_lag_p50", .time, report: "generator.schedule_lag_ms.p50", "median schedule lag"),
         Metric("generator.schedule_lag_p99", .time, report: "generator.schedule_lag_ms.p99", "schedule lag, 99th percentile"),

@@ -170,6 +170,14 @@ public struct ReportComparison: Sendable {
             Double(baseline.connections.reconnects), Double(candidate.connections.reconnects))
         add("generator.dropped", "slots", .lowerIsBetter,
             Double(baseline.generator.droppedSlots), Double(candidate.generator.droppedSlots))
+
+        // Request/response, when either run sent requests.
+        if baseline.requests.sent > 0 || candidate.requests.sent > 0 {
+            add("requests.answered", "responses", .higherIsBetter,
+                Double(baseline.requests.answered), Double(candidate.requests.answered))
+            add("requests.timed_out", "requests", .lowerIsBetter,
+                Double(baseline.requests.timedOut), Double(candidate.requests.timedOut))
+        }
         self.rows = rows
     }
 

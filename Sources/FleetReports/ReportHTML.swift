@@ -57,6 +57,11 @@ public enum ReportHTML {
             notes.append("The generator was saturated, so the broker may not be what limited this run"
                 + (why.isEmpty ? "." : ": " + why))
         }
+        if !report.generator.closedModelStreams.isEmpty {
+            notes.append("Closed model: " + report.generator.closedModelStreams.joined(separator: ", ")
+                + " published as fast as each client's in-flight window or socket allowed. Their latency counts "
+                + "from the actual send, so it is not open-model latency (it leaves out the wait for the window).")
+        }
         let e2e = report.latency.histogram(.endToEnd, from: .intended)
         var figures: [(String, String)] = [
             ("Duration", MetricFormat.decimal(report.run.durationSeconds, places: 1) + " s"),
@@ -74,6 +79,11 @@ public enum ReportHTML {
         }
         if e2e.totalCount > 0 {
             figures.append(("End-to-end p99", ms(e2e.valueAtPercentile(99))))
+        }
+        if report.requests.sent > 0 {
+            figures.append(("Requests answered", MetricFormat.grouped(report.requests.answered) + " of "
+                + MetricFormat.grouped(report.requests.sent)))
+            figures.append(("Requests timed out", MetricFormat.grouped(report.requests.timedOut)))
         }
         var html = "<header id=\"verdict\" class=\"verdict \(report.passed ? "pass" : "fail")\">\n"
         html += "<div class=\"badge\">\(report.passed ? "PASSED" : "FAILED")</div>\n"

@@ -4,23 +4,26 @@ import Foundation
 import Glibc
 #endif
 
-/// Writes a run's results folder: report.json, report.html, junit.xml and latency.hlog.
+/// Writes a run's results folder: report.json, report.html, junit.xml, latency.hlog and timeline.csv.
 public enum ReportWriter {
     public static let jsonName = "report.json"
     public static let htmlName = "report.html"
     public static let junitName = "junit.xml"
     public static let hlogName = "latency.hlog"
+    public static let timelineName = "timeline.csv"
 
-    /// Writes all four files into `directory` (created if missing).
+    /// Writes all five files into `directory` (created if missing).
     public static func write(_ report: RunReport, to directory: String) throws(ReportError) {
         try createDirectory(directory)
         try writeFile(try report.jsonText(), to: path(directory, jsonName))
         try writeFile(ReportHTML.render(report), to: path(directory, htmlName))
         try writeFile(JUnitReport.render(report), to: path(directory, junitName))
         try writeFile(try latencyLog(report), to: path(directory, hlogName))
+        try writeFile(TimelineCSV.render(report.timeline), to: path(directory, timelineName))
     }
 
-    /// `fleetbench report DIR`: reads DIR/report.json and writes report.html and junit.xml again beside it.
+    /// `fleetbench report DIR`: reads DIR/report.json and writes report.html, junit.xml and timeline.csv again
+    /// beside it.
     @discardableResult
     public static func rerender(directory: String) throws(ReportError) -> RunReport {
         let report = try RunReport.load(path: path(directory, jsonName))
@@ -28,10 +31,11 @@ public enum ReportWriter {
         return report
     }
 
-    /// Writes report.html and junit.xml of an already read report into `directory`.
+    /// Writes report.html, junit.xml and timeline.csv of an already read report into `directory`.
     public static func rerender(_ report: RunReport, directory: String) throws(ReportError) {
         try writeFile(ReportHTML.render(report), to: path(directory, htmlName))
         try writeFile(JUnitReport.render(report), to: path(directory, junitName))
+        try writeFile(TimelineCSV.render(report.timeline), to: path(directory, timelineName))
     }
 
     /// `directory/name` (no doubled slash).
@@ -93,7 +97,7 @@ public enum ReportWriter {
     /// Writes `text` to a temporary file beside `path`, flushes it to disk and renames it over `path`: a full
     /// disk, a file size limit or a crash leaves the previous file or none, never a truncated one. The error
     /// gives the system's reason (e.g. "No space left on device").
-    static func writeFile(_ text: String, to path: String) throws(ReportError) {
+    public static func writeFile(_ text: String, to path: String) throws(ReportError) {
         let temporary = path + ".partial-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw ReportError("cannot write \(path): \(String(cString: strerror(errno)))") }

@@ -29,6 +29,7 @@ extension RunReport {
             JSONMember("delivery", delivery.jsonValue),
             JSONMember("ack_timeouts", Self.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
             JSONMember("downgrades", downgrades.jsonValue),
+            JSONMember("requests", requests.jsonValue),
             JSONMember("latency_ms", try Self.latencyJSON(latency)),
             JSONMember("thresholds", .array(thresholds.map(\.jsonValue))),
             JSONMember("generator", generatorJSON),
@@ -75,6 +76,7 @@ extension RunReport {
             JSONMember("drain_limit_s", .real(generator.drainLimitSeconds)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),
+            JSONMember("closed_model_streams", .array(generator.closedModelStreams.map { .string($0) })),
         ])
     }
 
@@ -255,6 +257,16 @@ extension DowngradeSummary {
     }
 }
 
+extension RequestSummary {
+    var jsonValue: JSONValue {
+        .object([
+            JSONMember("sent", .count(sent)),
+            JSONMember("answered", .count(answered)),
+            JSONMember("timed_out", .count(timedOut)),
+        ])
+    }
+}
+
 extension MessageSummary {
     var jsonValue: JSONValue {
         var members: [JSONMember] = []
@@ -334,7 +346,14 @@ extension FleetReport {
             JSONMember("messages", messages.jsonValue),
             JSONMember("delivery", delivery.jsonValue),
             JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
+            JSONMember("downgrades", downgrades.jsonValue),
+            JSONMember("requests", requests.jsonValue),
             JSONMember("latency_ms", try RunReport.latencyJSON(latency)),
+            JSONMember("generator", .object([
+                JSONMember("dropped_slots", .count(droppedSlots)),
+                JSONMember("unsent_at_end", .count(unsentAtEnd)),
+                JSONMember("abandoned_publishes", .count(abandonedPublishes)),
+            ])),
         ])
     }
 }

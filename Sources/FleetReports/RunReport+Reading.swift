@@ -115,6 +115,10 @@ extension RunReport {
                 ioUringUnavailable: try generator.optionalString("io_uring_unavailable"),
                 sourceAddresses: try generator.optionalArray("source_addresses")?.map { element throws(ReportError) in
                     try element.stringValue()
+                } ?? [],
+                // Absent from reports written before closed-model streams existed (none ran so).
+                closedModelStreams: try generator.optionalArray("closed_model_streams")?.map { element throws(ReportError) in
+                    try element.stringValue()
                 } ?? []),
             timeline: try top.array("timeline").map { element throws(ReportError) in
                 try TimelinePoint(try element.asObject())
@@ -125,6 +129,18 @@ extension RunReport {
                 cores: Int(try environment.count("cores")), memoryBytes: try environment.count("memory_bytes"),
                 fleetbenchVersion: try environment.string("fleetbench_version")))
         downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
+        requests = try RequestSummary(try top.optionalObject("requests"))
+    }
+}
+
+extension RequestSummary {
+    /// Absent from reports written before it existed: all zero.
+    init(_ object: JSONField?) throws(ReportError) {
+        self.init()
+        guard let object else { return }
+        sent = UInt64(try object.optionalNumber("sent") ?? 0)
+        answered = UInt64(try object.optionalNumber("answered") ?? 0)
+        timedOut = UInt64(try object.optionalNumber("timed_out") ?? 0)
     }
 }
 
@@ -250,6 +266,13 @@ extension FleetReport {
             delivery: try DeliveryByQoS(try object.object("delivery")),
             latency: try LatencyRecorder(try object.object("latency_ms")))
         // Absent from reports written before fleets had their own.
+        downgrades = try DowngradeSummary(try object.optionalObject("downgrades"))
+        requests = try RequestSummary(try object.optionalObject("requests"))
+        if let generator = try object.optionalObject("generator") {
+            droppedSlots = UInt64(try generator.optionalNumber("dropped_slots") ?? 0)
+            unsentAtEnd = UInt64(try generator.optionalNumber("unsent_at_end") ?? 0)
+            abandonedPublishes = UInt64(try generator.optionalNumber("abandoned_publishes") ?? 0)
+        }
         if let limits = try object.object("ack_timeouts").optionalObject("timeouts_s") {
             for kind in AckKind.allCases {
                 if let seconds = try limits.optionalNumber(kind.reportName) { ackTimeoutSeconds[kind] = seconds }

@@ -26,6 +26,8 @@ public struct RunReport: Sendable {
     public var ackTimeouts: AckTimeoutCounts
     /// What the broker granted below what was asked (report.json `downgrades`).
     public var downgrades = DowngradeSummary()
+    /// Request/response round trips of the requesting fleets (report.json `requests`).
+    public var requests = RequestSummary()
     /// The deadline of each ack kind, in seconds; kinds without a deadline are absent.
     public var ackTimeoutSeconds: [AckKind: Double]
     /// Latency histograms of the whole run, both origins (intended and sent).
@@ -100,6 +102,26 @@ public struct DowngradeSummary: Equatable, Sendable {
     }
 
     public var total: UInt64 { subscriptionQoS &+ subscriptionRefused &+ qos2AckedAsQoS1 }
+}
+
+/// The requester side of request/response (command and control): requests published, responses received to them,
+/// and requests without a response in time (no response by the end of the run, or a late one).
+public struct RequestSummary: Equatable, Sendable {
+    public var sent: UInt64 = 0
+    public var answered: UInt64 = 0
+    public var timedOut: UInt64 = 0
+
+    public init(sent: UInt64 = 0, answered: UInt64 = 0, timedOut: UInt64 = 0) {
+        self.sent = sent
+        self.answered = answered
+        self.timedOut = timedOut
+    }
+
+    public mutating func add(_ other: RequestSummary) {
+        sent &+= other.sent
+        answered &+= other.answered
+        timedOut &+= other.timedOut
+    }
 }
 
 /// The scenario a run executed.
@@ -358,14 +380,20 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var drainLimitSeconds: Double = 0
     /// Messages that carried no fleetbench header or an unknown stream (engine `foreignMessages`).
     public var foreignMessages: UInt64 = 0
+    /// Streams that ran closed-model (`{"type": "max"}`): each client sent as fast as its window or socket let it.
+    /// Their latency counts from the actual send (they have no intended time and no schedule lag), so it is not
+    /// open-model latency: it does not include waiting for the window.
+    public var closedModelStreams: [String] = []
 
     public init(
         saturated: Bool = false, saturationReasons: [String] = [], cpuSeconds: Double = 0, peakRSSBytes: UInt64 = 0,
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
         unsentAtEnd: UInt64 = 0, drainSeconds: Double = 0, drainLimitSeconds: Double = 0,
         receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0,
-        sendPath: String = "", ioUringUnavailable: String? = nil, sourceAddresses: [String] = []
+        sendPath: String = "", ioUringUnavailable: String? = nil, sourceAddresses: [String] = [],
+        closedModelStreams: [String] = []
     ) {
+        self.closedModelStreams = closedModelStreams
         self.sourceAddresses = sourceAddresses
         self.sendPath = sendPath
         self.ioUringUnavailable = ioUringUnavailable
@@ -469,6 +497,15 @@ public struct FleetReport: Sendable {
     public var ackTimeoutSeconds: [AckKind: Double] = [:]
     public var delivery: DeliveryByQoS
     public var latency: LatencyRecorder
+    /// What the broker granted this fleet below what it asked.
+    public var downgrades = DowngradeSummary()
+    /// This fleet's requests (zero for a fleet without request streams).
+    public var requests = RequestSummary()
+    /// This fleet's schedule slots never sent by the end of publishing, skipped, and QoS 1/2 publishes abandoned
+    /// (the run's `generator` figures are the sums over the fleets).
+    public var unsentAtEnd: UInt64 = 0
+    public var droppedSlots: UInt64 = 0
+    public var abandonedPublishes: UInt64 = 0
 
     public init(
         name: String, clients: Int, connections: ConnectionSummary = ConnectionSummary(),
@@ -492,6 +529,7 @@ public struct FleetReport: Sendable {
             name: name, clients: clients, connections: ConnectionSummary(counters: counters, peakConnected: peakConnected),
             messages: MessageSummary(counters: counters), ackTimeouts: counters.ackTimeouts, delivery: delivery,
             latency: latency)
+        downgrades = DowngradeSummary(counters: counters)
     }
 }
 

@@ -23,6 +23,8 @@ struct LineChart {
     /// Fixed x ticks (the percentile axis); nil for evenly spaced "nice" ticks.
     var xTicks: [ChartTick]? = nil
     var xRange: ClosedRange<Double>? = nil
+    /// The y axis reaches at least this (charts set side by side share one scale); nil: the data's own maximum.
+    var yMaximum: Double? = nil
     var width = 860.0
     var height = 250.0
 
@@ -38,7 +40,7 @@ struct LineChart {
         let xs = series.flatMap { $0.points.map(\.x) }
         let ys = series.flatMap { $0.points.compactMap(\.y) }
         let xDomain = xRange ?? ((xs.min() ?? 0)...Swift.max(xs.max() ?? 1, (xs.min() ?? 0) + 1))
-        let yTicks = Self.niceTicks(upTo: Swift.max(ys.max() ?? 0, 0))
+        let yTicks = Self.niceTicks(upTo: Swift.max(ys.max() ?? 0, yMaximum ?? 0, 0))
         let yMax = yTicks.last?.value ?? 1
         let xTickList = xTicks ?? Self.niceTicks(from: xDomain.lowerBound, to: xDomain.upperBound)
         let xSpan = Swift.max(xDomain.upperBound - xDomain.lowerBound, 1e-9)

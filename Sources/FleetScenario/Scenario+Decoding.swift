@@ -73,7 +73,8 @@ enum Placeholders {
 struct ScenarioDecoder {
     let context: DecodingContext
 
-    static let topKeys = ["name", "description", "brokers", "fleets", "stages", "thresholds", "duration", "seed", "drain"]
+    static let topKeys = ["name", "description", "brokers", "fleets", "stages", "thresholds", "duration", "seed", "drain",
+                          "ready_timeout"]
 
     func decodeScenario(_ value: JSONValue, defaultName: String) -> Scenario? {
         guard let object = context.object(value, .root, allowed: Self.topKeys, what: "a scenario object") else { return nil }
@@ -132,8 +133,10 @@ struct ScenarioDecoder {
             context.integer(value, path, in: 0...Int64.max, what: "a non-negative integer").map { UInt64($0) }
         }
         let drain = object.optional("drain") { context.duration($0, $1, allowZero: true) }
+        let readyTimeout = object.optional("ready_timeout") { context.duration($0, $1, allowZero: true) }
         let scenario = Scenario(name: name, description: description, brokers: brokers, fleets: fleets, stages: stages,
-                                thresholds: thresholds, duration: duration, seed: seed, drain: drain)
+                                thresholds: thresholds, duration: duration, seed: seed, drain: drain,
+                                readyTimeout: readyTimeout)
         checkThresholdsProducible(scenario, paths: thresholdPaths)
         return scenario
     }
@@ -549,7 +552,7 @@ struct ScenarioDecoder {
     }
 
     func decodeSchedule(_ value: JSONValue, _ path: JSONPath) -> PublishSchedule? {
-        let kinds = ["interval", "rate", "poisson", "burst", "on_connect"]
+        let kinds = ["interval", "rate", "poisson", "burst", "on_connect", "max"]
         guard case .object = value else {
             context.expected("a schedule object with \"type\" (\(kinds.joined(separator: ", ")))", path, got: value)
             return nil
@@ -579,6 +582,10 @@ struct ScenarioDecoder {
             let every = object.required("every", "the time between bursts") { context.duration($0, $1, allowZero: false) }
             guard let count, let every else { return nil }
             return .burst(count: count, every: every)
+        case "max":
+            // Closed model: no rate, no timing keys (a stray "per_second" is an error, not silently ignored).
+            guard context.object(value, path, allowed: ["type"]) != nil else { return nil }
+            return .max
         default:
             guard let object = context.object(value, path, allowed: ["type", "count"]) else { return nil }
             let count = object.optional("count") { context.integer($0, $1, in: 1...1_000_000, what: "an integer from 1 to 1000000") } ?? 1

@@ -17,6 +17,15 @@ public struct Scenario: Equatable, Sendable {
     /// The `drain` key: after publishing, how long at most to wait for acks and deliveries still outstanding;
     /// nil: `drainDuration`'s default.
     public var drain: TimeSpan? = nil
+    /// The `ready_timeout` key: how long, after the plan's last first connect was due (start offsets, ramps,
+    /// connect rates), publishing waits for clients still connecting or subscribing; nil: 30 s.
+    public var readyTimeout: TimeSpan? = nil
+
+    /// The ready timeout when the scenario gives none.
+    public static let defaultReadyTimeout = TimeSpan(nanoseconds: 30_000_000_000)
+
+    /// The ready timeout of a run: `ready_timeout`, or 30 s.
+    public var readyTimeoutDuration: TimeSpan { readyTimeout ?? Self.defaultReadyTimeout }
 
     /// The end-of-run drain: `drain` when given, else the longest PUBACK/PUBREC/PUBCOMP timeout of the fleets
     /// (15 s by default), so a message sent at the last moment gets its whole deadline before it counts as
@@ -223,14 +232,23 @@ public enum PublishSchedule: Equatable, Sendable {
     case burst(count: Int, every: TimeSpan)
     /// `count` messages each time the client connects.
     case onConnect(count: Int)
+    /// Closed model (`{"type": "max"}`): each client publishes as fast as its in-flight window (QoS 1/2) or its
+    /// socket (QoS 0) allows. Latency counts from the actual send; there is no intended time and no schedule lag.
+    case max
 
-    /// Mean messages per client per second (0 for on-connect).
+    /// Whether this is the closed-model `max` schedule.
+    public var isClosedModel: Bool {
+        if case .max = self { return true }
+        return false
+    }
+
+    /// Mean messages per client per second (0 for on-connect and for `max`, which has no planned rate).
     public var messagesPerSecond: Double {
         switch self {
         case .interval(let every, _): return every.nanoseconds == 0 ? 0 : 1 / every.seconds
         case .rate(let perSecond), .poisson(let perSecond): return perSecond
         case .burst(let count, let every): return every.nanoseconds == 0 ? 0 : Double(count) / every.seconds
-        case .onConnect: return 0
+        case .onConnect, .max: return 0
         }
     }
 }

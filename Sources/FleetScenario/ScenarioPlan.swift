@@ -7,10 +7,12 @@ public struct ScenarioPlan: Equatable, Sendable {
         public var name: String
         public var topic: String
         public var qos: QoS
-        /// Mean messages per second per client (0 for on-connect streams).
+        /// Mean messages per second per client (0 for on-connect and closed-model streams).
         public var perClientRate: Double
         /// perClientRate x clients of the fleet.
         public var totalRate: Double
+        /// Closed model (`{"type": "max"}`): as fast as the window or socket allows; no planned rate.
+        public var closedModel = false
         /// Subscribers that receive each message, judged from the fleet's first client (nil when the scenario is
         /// too large to count cheaply: over 200,000 clients).
         public var fanOut: Int?
@@ -72,12 +74,14 @@ public struct ScenarioPlan: Equatable, Sendable {
             for stream in fleet.publishes {
                 let rate = stream.schedule.messagesPerSecond
                 streams.append(StreamPlan(kind: "publish", name: stream.name, topic: stream.topic.source, qos: stream.qos,
-                                          perClientRate: rate, totalRate: rate * clients, fanOut: fanOut(stream.topic, from: fleet)))
+                                          perClientRate: rate, totalRate: rate * clients,
+                                          closedModel: stream.schedule.isClosedModel, fanOut: fanOut(stream.topic, from: fleet)))
             }
             for request in fleet.requests {
                 let rate = request.schedule.messagesPerSecond
                 streams.append(StreamPlan(kind: "request", name: request.name, topic: request.topic.source, qos: request.qos,
-                                          perClientRate: rate, totalRate: rate * clients, fanOut: nil))
+                                          perClientRate: rate, totalRate: rate * clients,
+                                          closedModel: request.schedule.isClosedModel, fanOut: nil))
             }
             if let heartbeat = fleet.heartbeat {
                 let rate = 1 / heartbeat.interval.seconds
@@ -107,12 +111,16 @@ public struct ScenarioPlan: Equatable, Sendable {
         lines.append("scenario \(scenario): \(description)")
         lines.append("  brokers: \(brokers.joined(separator: ", "))")
         var rates = "\(Self.rate(totalPublishRate)) msg/s published"
+        if fleets.contains(where: { $0.streams.contains(where: \.closedModel) }) { rates += " plus closed-model streams" }
         if let totalDeliveryRate { rates += ", \(Self.rate(totalDeliveryRate)) msg/s delivered" }
         lines.append("  duration: \(duration), \(totalClients) clients, \(rates) when all are connected")
         for fleet in fleets {
             lines.append("  fleet \(fleet.name): \(fleet.clients) client\(fleet.clients == 1 ? "" : "s"), MQTT \(fleet.protocolVersion.rawValue)")
             for stream in fleet.streams {
-                var line = "    \(stream.kind) \(stream.name) -> \(stream.topic) qos \(stream.qos.rawValue): \(Self.rate(stream.perClientRate))/s per client, \(Self.rate(stream.totalRate)) msg/s total"
+                var line = "    \(stream.kind) \(stream.name) -> \(stream.topic) qos \(stream.qos.rawValue): "
+                    + (stream.closedModel
+                        ? "max (closed model: as fast as the window or socket allows)"
+                        : "\(Self.rate(stream.perClientRate))/s per client, \(Self.rate(stream.totalRate)) msg/s total")
                 if let fanOut = stream.fanOut { line += ", \(fanOut) subscriber\(fanOut == 1 ? "" : "s") each" }
                 lines.append(line)
             }

@@ -27,7 +27,7 @@ public enum ScenarioRedaction {
         return .object(members)
     }
 
-    static func isOnlyReference(_ text: String) -> Bool {
+    public static func isOnlyReference(_ text: String) -> Bool {
         text.hasPrefix("${") && text.hasSuffix("}") && text.dropFirst(2).firstIndex(of: "$") == nil
             && text.dropFirst(2).dropLast().firstIndex(of: "}") == nil
     }

@@ -51,10 +51,10 @@ struct FleetCommandLineTests {
     @Test("an unknown command or option names the closest one instead of printing the whole help", arguments: [
         (["valdate", "x.json"], "fleetbench: unknown command 'valdate'; did you mean 'validate'?\n`fleetbench --help` describes them.\n"),
         (["comapre"], "fleetbench: unknown command 'comapre'; did you mean 'compare'?\n`fleetbench --help` describes them.\n"),
-        (["frobnicate"], "fleetbench: unknown command 'frobnicate' (commands: run, validate, report, compare, help, version)\n"
+        (["frobnicate"], "fleetbench: unknown command 'frobnicate' (commands: run, pub, sub, conn, validate, report, compare, capacity, help, version)\n"
             + "`fleetbench --help` describes them.\n"),
         (["--verison"], "fleetbench: unknown option '--verison'; did you mean '--version'?\n`fleetbench --help` lists the commands and options.\n"),
-        (["help", "rnu"], "fleetbench help: unknown command 'rnu' (commands: run, validate, report, compare, help, version)\n"
+        (["help", "rnu"], "fleetbench help: unknown command 'rnu' (commands: run, pub, sub, conn, validate, report, compare, capacity, help, version)\n"
             + "`fleetbench --help` describes them.\n"),
         (["help", "reprot"], "fleetbench help: unknown command 'reprot'; did you mean 'report'?\n`fleetbench --help` describes them.\n"),
         (["run", "x.json", "--qiuet"], "fleetbench run: unknown option '--qiuet' for run; did you mean '--quiet'?\n"

@@ -109,7 +109,8 @@ struct MetricCatalogRunTests {
     }
 
     /// The sections of report.json that hold measurements (the rest describe the run: scenario, environment, ...).
-    static let measuredSections = ["connections", "messages", "delivery", "ack_timeouts", "downgrades", "latency_ms", "generator"]
+    static let measuredSections = ["connections", "messages", "delivery", "ack_timeouts", "downgrades", "requests", "latency_ms",
+                                    "generator"]
 
     /// Dotted paths of every leaf; arrays of strings and null are leaves, objects are walked.
     static func collectKeys(_ value: Any?, prefix: String, into keys: inout [String]) {

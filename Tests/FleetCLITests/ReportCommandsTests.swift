@@ -47,6 +47,42 @@ struct ReportCommandsTests {
         #expect(all.output.hasSuffix("(latency changes within 1 ms are not counted).\n"))
     }
 
+    @Test("compare --format html: the page to --output (the table printed), or to stdout; the exit code as for text")
+    func compareHTML() throws {
+        let baseline = try Self.folder(Self.report(endToEndBase: 10_000))
+        let candidate = try Self.folder(Self.report(endToEndBase: 15_000))
+        let page = FileManager.default.temporaryDirectory.appendingPathComponent("fleetbench-compare-\(UUID().uuidString).html").path
+        defer { try? FileManager.default.removeItem(atPath: page) }
+        let written = Self.run(["compare", baseline, candidate, "--format", "html", "--output", page])
+        #expect(written.code == .thresholdsFailed)
+        let table = Self.run(["compare", baseline, candidate])
+        #expect(written.output == table.output + "wrote \(page)\n")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.hasPrefix("<!DOCTYPE html>\n"))
+        #expect(html.contains("<div class=\"badge\">REGRESSED</div>"))
+        #expect(html.contains("<figcaption>end_to_end</figcaption>"))
+        let printed = Self.run(["compare", baseline, candidate, "--format=html"])
+        #expect(printed.code == .thresholdsFailed)
+        #expect(printed.output == html)
+    }
+
+    @Test("compare A B C: each later run against the first, side by side; 99 when any regressed")
+    func compareTrend() throws {
+        let first = try Self.folder(Self.report(endToEndBase: 10_000))
+        let same = try Self.folder(Self.report(endToEndBase: 10_000))
+        let slower = try Self.folder(Self.report(endToEndBase: 15_000))
+        let regressed = Self.run(["compare", first, same, slower])
+        #expect(regressed.code == .thresholdsFailed)
+        #expect(regressed.output.hasPrefix("run 1 (baseline): ci @ 2023-11-14T22:13:20.000Z\nrun 2: ci @ "))
+        #expect(regressed.output.hasSuffix("\n\nrun 3: 5 regressions beyond the 10 % tolerance (latency changes within 1 ms are not counted): "
+            + "latency.end_to_end.mean, latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.max\n"))
+        #expect(Self.run(["compare", first, same, first]).code == .success)
+        let json = Self.run(["compare", first, same, slower, "--format", "json"])
+        #expect(json.output.contains("\"schema\": \"fleetbench.compare-trend/1\""))
+        let html = Self.run(["compare", first, same, slower, "--format", "html"])
+        #expect(html.output.contains("<th class=\"num\">Run 3</th>"))
+    }
+
     @Test("compare: a regression beyond the tolerance exits 99; a wider tolerance lets it pass")
     func compareRegression() throws {
         // p99 10.098 ms -> 15.098 ms: +49.5 %, and 5 ms, beyond the default latency floor.
@@ -116,7 +152,7 @@ struct ReportCommandsTests {
         (["compare", "a", "b", "--tolerance", "x"], .usage,
          "fleetbench compare: --tolerance needs a non-negative percentage such as 10% (got 'x')\n"),
         (["compare", "a", "b", "--format", "xml"], .usage,
-         "fleetbench compare: --format must be table, markdown or json (got 'xml')\n"),
+         "fleetbench compare: --format must be table, markdown, json or html (got 'xml')\n"),
         (["compare", "a", "b", "--tolerance"], .usage, "fleetbench compare: --tolerance needs a value\n"),
         (["compare", "a", "b", "--latency-floor", "x"], .usage,
          "fleetbench compare: --latency-floor needs 0 or a duration such as 1ms, got 'x'\n"),
@@ -144,14 +180,14 @@ struct ReportCommandsTests {
         #expect(result.error == "fleetbench compare: \(bogus): schema: expected \"fleetbench.report/1\", found \"something/else\"\n")
     }
 
-    @Test("report DIR rewrites report.html and junit.xml from report.json")
+    @Test("report DIR rewrites report.html, junit.xml and timeline.csv from report.json")
     func reportRerender() throws {
         let folder = try Self.folder(Self.report(endToEndBase: 1000, name: "nightly"))
         try FileManager.default.removeItem(atPath: folder + "/report.html")
         try FileManager.default.removeItem(atPath: folder + "/junit.xml")
         let result = Self.run(["report", folder])
         #expect(result.code == .success)
-        #expect(result.output == "passed: nightly\nwrote \(folder)/report.html and \(folder)/junit.xml\n")
+        #expect(result.output == "passed: nightly\nwrote \(folder)/report.html, \(folder)/junit.xml and \(folder)/timeline.csv\n")
         #expect(FileManager.default.fileExists(atPath: folder + "/report.html"))
         #expect(FileManager.default.fileExists(atPath: folder + "/junit.xml"))
         #expect(Self.run(["report", folder + "/report.json"]).code == .success)

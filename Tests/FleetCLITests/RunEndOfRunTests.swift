@@ -33,6 +33,35 @@ struct RunEndOfRunTests {
         #expect(plain.drainDuration == .seconds(15))
     }
 
+    @Test("the ready timeout is 30 s unless the scenario's `ready_timeout` sets it; it reaches the engine")
+    func readyTimeoutSetting() throws {
+        let plain = try Self.scenario(#"{"duration": "5s", "fleets": [{"name": "a", "count": 1}]}"#)
+        #expect(plain.readyTimeout == nil)
+        #expect(try ScenarioMapping.engineConfiguration(plain, brokers: [], seed: 1).readyTimeout == 30_000_000_000)
+        let given = try Self.scenario(#"{"duration": "5s", "ready_timeout": "90s", "fleets": [{"name": "a", "count": 1}]}"#)
+        #expect(given.readyTimeout == .seconds(90))
+        #expect(try ScenarioMapping.engineConfiguration(given, brokers: [], seed: 1).readyTimeout == 90_000_000_000)
+        let zero = try Self.scenario(#"{"duration": "5s", "ready_timeout": "0s", "fleets": [{"name": "a", "count": 1}]}"#)
+        #expect(try ScenarioMapping.engineConfiguration(zero, brokers: [], seed: 1).readyTimeout == 0)
+    }
+
+    @Test("a ready_timeout that is not a duration is refused with file:line:column")
+    func readyTimeoutRefused() throws {
+        let text = """
+            {"duration": "5s",
+             "ready_timeout": "soon",
+             "fleets": [{"name": "a", "count": 1}]}
+            """
+        #expect(throws: ScenarioError(diagnostics: [ScenarioDiagnostic(
+            location: "t.json:2:19", path: JSONPath.root.appending("ready_timeout"),
+            message: "expected a duration such as \"250ms\", \"30s\" or \"5m\", got string \"soon\" (expected a number at character 1, found 's')")])) {
+            try Self.scenario(text)
+        }
+        #expect(throws: ScenarioError.self) {
+            try Self.scenario(#"{"duration": "5s", "ready_timeout": 30, "fleets": [{"name": "a", "count": 1}]}"#)
+        }
+    }
+
     @Test("ack_timeouts.connect reaches the engine as the fleet's connect timeout")
     func connectTimeoutMapped() throws {
         let configuration = try ScenarioMapping.engineConfiguration(try Self.scenario(Self.twoFleets), brokers: [], seed: 1)

@@ -42,4 +42,33 @@ struct RunSummaryGeneratorTests {
         #expect(lines().filter { $0.hasPrefix("  abandoned") }
             == ["  abandoned     7 QoS 1/2 publishes in flight when a reconnect found the session gone"])
     }
+
+    @Test("schedule, downgrades and requests lines name each fleet's share when the report has fleets")
+    func fleetShares() {
+        var report = ReportCommandsTests.report(endToEndBase: 1000)
+        report.generator.unsentAtEnd = 12
+        report.generator.droppedSlots = 2
+        report.downgrades = DowngradeSummary(subscriptionQoS: 3, subscriptionRefused: 1, qos2AckedAsQoS1: 0)
+        report.requests = RequestSummary(sent: 50, answered: 47, timedOut: 3)
+        var cars = FleetReport(name: "cars", clients: 2)
+        cars.unsentAtEnd = 9
+        cars.downgrades = DowngradeSummary(subscriptionQoS: 3)
+        var backend = FleetReport(name: "backend", clients: 1)
+        backend.unsentAtEnd = 3
+        backend.droppedSlots = 2
+        backend.downgrades = DowngradeSummary(subscriptionRefused: 1)
+        backend.requests = RequestSummary(sent: 50, answered: 47, timedOut: 3)
+        report.fleets = [cars, backend]
+        let lines = RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("  schedule") }
+            == ["  schedule      unsent at end 12 (cars 9, backend 3), dropped 2 (backend 2)"])
+        #expect(lines.filter { $0.hasPrefix("  downgrades") }
+            == ["  downgrades    subscription_qos 3, subscription_refused 1 (cars 3, backend 1)"])
+        #expect(lines.filter { $0.hasPrefix("  requests") }
+            == ["  requests      sent 50, answered 47, timed out 3 (backend 3)"])
+        // One fleet: no fleets section, no shares.
+        report.fleets = []
+        #expect(RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init)
+            .filter { $0.hasPrefix("  schedule") } == ["  schedule      unsent at end 12, dropped 2"])
+    }
 }

@@ -105,7 +105,7 @@ struct SecretsExposureTests {
         let outcome = try Self.run(["run", scenarioPath, "--broker", broker.url, "--out", results], environment: environment)
         #expect(outcome.status == 0, "\(outcome.output)\n\(outcome.error)")
         let files = try Self.files(under: results).map(\.path)
-        #expect(files == ["junit.xml", "latency.hlog", "report.html", "report.json"])
+        #expect(files == ["junit.xml", "latency.hlog", "report.html", "report.json", "timeline.csv"])
         let report = try RunEndToEndTests.report(in: results)
         let connections = try #require(report["connections"] as? [String: Any])
         #expect(connections["failed"] as? Int == 0)

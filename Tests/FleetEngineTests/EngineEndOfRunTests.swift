@@ -64,6 +64,41 @@ struct EngineEndOfRunTests {
         #expect(result.phases.drainEnd - result.phases.publishEnd >= 500_000_000)
     }
 
+    @Test("deliveries held in a frozen broker past the end of publishing: the drain waits until every owed one arrived")
+    func drainWaitsForOwedDeliveries() throws {
+        let broker = try MosquittoBroker()
+        let pid = try #require(broker.pid)
+        defer {
+            kill(pid, SIGCONT)
+            broker.stop()
+        }
+        let session = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 0)
+        let stream = EngineStream(topic: { _, _ in "owed/0" }, qos: .atMostOnce, plan: .rate(perSecond: 1000),
+                                  payloadSize: 64, messageLimit: 100)
+        let publishers = EngineFleet(name: "publishers", count: 1, clientID: { "owed-pub-\($0)" }, session: session,
+                                     streams: [stream])
+        let subscribers = EngineFleet(name: "subscribers", count: 1, clientID: { "owed-sub-\($0)" }, session: session,
+                                      subscriptions: { _, _ in [MQTTSubscription(filter: "owed/#", qos: .atMostOnce)] })
+        let engine = try Engine(configuration: EngineConfiguration(
+            fleets: [subscribers, publishers], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)],
+            lanes: 1, readyTimeout: 5_000_000_000, drainTimeout: 5_000_000_000))
+        // QoS 0: no ack is outstanding, and for 0.7 s nothing arrives. The drain used to end after 100 ms without
+        // an arrival and count all 100 messages lost.
+        engine.onPublishStart = {
+            kill(pid, SIGSTOP)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(700)) { kill(pid, SIGCONT) }
+        }
+        let result = engine.run(duration: 300_000_000)
+        #expect(result.counters.published[.atMostOnce] == 100)
+        #expect(result.delivery[0].expected == 100)
+        #expect(result.delivery[0].unique == 100)
+        #expect(result.delivery[0].lost == 0)
+        let drain = result.phases.drainEnd &- result.phases.publishEnd
+        // It ended once the last one arrived, not after a quiet second or at its 5 s limit.
+        #expect(drain >= 300_000_000)
+        #expect(drain < 1_000_000_000)
+    }
+
     @Test("QoS 2 in flight at the end counts as unacked at QoS 2")
     func frozenBrokerQoS2() throws {
         let fleet = Self.publishers(2, qos: .exactlyOnce, window: 5, slots: 9, pubAck: 10_000_000_000)

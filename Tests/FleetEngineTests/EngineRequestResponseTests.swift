@@ -1,4 +1,6 @@
+import Dispatch
 import FleetBroker
+import Glibc
 import FleetMetrics
 import FleetTransport
 import MQTTCodec
@@ -68,6 +70,39 @@ struct EngineRequestResponseTests {
         #expect(backend.counters.received[.atLeastOnce] == (version == .v5 ? 20 : 40))
         #expect(backend.foreignMessages == 0)
         #expect(result.delivery.allSatisfy { $0.expected == 0 && $0.received == 0 })
+    }
+
+    @Test("responses held up past the end of publishing: the drain waits for them instead of counting timeouts")
+    func drainWaitsForResponses() throws {
+        let broker = try MosquittoBroker()
+        let pid = try #require(broker.pid)
+        defer {
+            kill(pid, SIGCONT)
+            broker.stop()
+        }
+        // QoS 0 both ways: no ack keeps the drain going, only the responses owed.
+        var fleets = Self.fleets(version: .v5, selection: .roundRobin)
+        fleets[0].responder?.qos = .atMostOnce
+        fleets[1].streams[0].qos = .atMostOnce
+        fleets[1].streams[0].messageLimit = 5
+        let engine = try Engine(configuration: EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+            readyTimeout: 5_000_000_000, drainTimeout: 5_000_000_000))
+        // The broker is frozen from the start of publishing until 0.5 s after its end: every request and its
+        // response move only during the drain. The drain used to end after 100 ms without an arrival (all 10
+        // requests timed out).
+        engine.onPublishStart = {
+            kill(pid, SIGSTOP)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(800)) { kill(pid, SIGCONT) }
+        }
+        let result = engine.run(duration: 300_000_000)
+        let backend = try #require(result.fleets["backend"])
+        #expect(backend.requestsSent == 10)
+        #expect(backend.responsesReceived == 10)
+        #expect(backend.requestsTimedOut == 0)
+        let drain = result.phases.drainEnd &- result.phases.publishEnd
+        #expect(drain >= 400_000_000)
+        #expect(drain < 1_000_000_000)
     }
 
     @Test("round robin spreads requests evenly: each of 3 cars answers its share of 21")

@@ -230,7 +230,11 @@ struct EngineSharedSubscriptionMixedTests {
         let configuration = EngineConfiguration(
             fleets: [overlap, EngineSharedSubscriptionTests.publishers(version: .v5)],
             brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: 1883)], lanes: 1)
-        #expect(throws: EngineConfigurationError(message: message)) { try Engine(configuration: configuration) }
+        #expect(throws: EngineConfigurationError(message: message, fleet: "overlap")) { try Engine(configuration: configuration) }
+        // The same check, without building an engine (what `fleetbench validate` runs).
+        #expect(throws: EngineConfigurationError(message: message, fleet: "overlap")) {
+            try Engine.refuseAmbiguousRoutes(configuration)
+        }
     }
 
     @Test("a plain and a shared filter of one client that never match the same stream are accepted")

@@ -176,3 +176,40 @@ struct PublishScheduleTests {
         #expect(PublishPlan.onConnect.validationError == nil)
     }
 }
+
+@Suite("PublishSchedule: closed model")
+struct ClosedPublishScheduleTests {
+    let start: UInt64 = 10 * second
+
+    @Test("a closed plan hands out its turn's whole budget at the turn's time, with no lag")
+    func closedBudget() throws {
+        var schedule = try PublishSchedule(plan: .closed, start: start, maxPerTurn: 3, random: SeededRandom(seed: 1))
+        #expect(schedule.isClosed)
+        let first = turn(&schedule, at: start + 5 * ms)
+        #expect(first.sends == (0..<3).map { ScheduledSend(sequence: $0, intendedTime: start + 5 * ms, lag: 0) })
+        #expect(first.dropped == 0)
+        // The next turn, a second later: still due at once, intended at the new turn, still no lag.
+        #expect(turn(&schedule, at: start + second).sends
+            == (3..<6).map { ScheduledSend(sequence: $0, intendedTime: start + second, lag: 0) })
+        // Due at once, whenever asked: the lane re-arms its timer for the next tick.
+        #expect(schedule.nextIntendedTime == start)
+        // It owes nothing at the end, however long it ran.
+        #expect(schedule.slotsDue(by: start + 3_600 * second) == 0)
+    }
+
+    @Test("a closed plan stops at its limit; drop never skips anything")
+    func closedLimit() throws {
+        var schedule = try PublishSchedule(plan: .closed, start: start, behind: .drop, maxPerTurn: 4, slotLimit: 10,
+                                           random: SeededRandom(seed: 1))
+        #expect(turn(&schedule, at: start).sends.map(\.sequence) == [0, 1, 2, 3])
+        #expect(turn(&schedule, at: start + ms).sends.map(\.sequence) == [4, 5, 6, 7])
+        let last = turn(&schedule, at: start + 2 * ms)
+        #expect(last.sends.map(\.sequence) == [8, 9])
+        #expect(last.dropped == 0)
+        #expect(schedule.isFinished)
+        #expect(schedule.nextIntendedTime == nil)
+        #expect(turn(&schedule, at: start + 3 * ms).sends.isEmpty)
+        #expect(schedule.sentCount == 10)
+        #expect(schedule.droppedCount == 0)
+    }
+}

@@ -121,6 +121,21 @@ struct ReportComparisonTests {
         ])
     }
 
+    @Test("request/response rows when either run sent requests: fewer answers or more timeouts is a regression")
+    func requestRows() {
+        let base = SampleReports.make()
+        #expect(!ReportComparison(baseline: base, candidate: base).rows.contains { $0.metric.hasPrefix("requests.") })
+        var baseline = base
+        baseline.requests = RequestSummary(sent: 100, answered: 100, timedOut: 0)
+        var candidate = base
+        candidate.requests = RequestSummary(sent: 100, answered: 80, timedOut: 20)
+        let rows = ReportComparison(baseline: baseline, candidate: candidate).rows.filter { $0.metric.hasPrefix("requests.") }
+        #expect(rows.map(\.metric) == ["requests.answered", "requests.timed_out"])
+        #expect(rows.map(\.baseline) == [100, 0])
+        #expect(rows.map(\.candidate) == [80, 20])
+        #expect(rows.allSatisfy { $0.verdict == .regression })
+    }
+
     /// The sample with end-to-end latency doubled, QoS 2 losing 3 messages and a slower publish rate.
     static func worseCandidate() -> RunReport {
         var candidate = SampleReports.make()

@@ -158,6 +158,16 @@ struct ReportHTMLTests {
         #expect(html.contains("<th>end-of-run drain</th><td class=\"num\">13.4 s of at most 15 s</td>"))
     }
 
+    @Test("request/response figures in the headline when the run sent requests")
+    func requests() {
+        var report = SampleReports.make()
+        #expect(!ReportHTML.render(report).contains("Requests"))
+        report.requests = RequestSummary(sent: 1_200, answered: 1_190, timedOut: 10)
+        let html = ReportHTML.render(report)
+        #expect(html.contains("<div><dt>Requests answered</dt><dd>1,190 of 1,200</dd></div>"))
+        #expect(html.contains("<div><dt>Requests timed out</dt><dd>10</dd></div>"))
+    }
+
     @Test("the write path in words, with the kernel's reason when io_uring was unavailable",
           arguments: [
               ("io_uring", nil, "io_uring, one submission per lane turn"),

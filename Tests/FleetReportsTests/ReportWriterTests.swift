@@ -5,13 +5,14 @@ import Testing
 
 @Suite("The results folder")
 struct ReportWriterTests {
-    @Test("write puts the four files in the folder; report.json is the report's JSON")
-    func writesFourFiles() throws {
+    @Test("write puts the five files in the folder; report.json is the report's JSON, timeline.csv its timeline")
+    func writesFiveFiles() throws {
         let directory = try SampleReports.temporaryDirectory() + "/nested/results"
         let report = SampleReports.make()
         try ReportWriter.write(report, to: directory)
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
-        #expect(names == ["junit.xml", "latency.hlog", "report.html", "report.json"])
+        #expect(names == ["junit.xml", "latency.hlog", "report.html", "report.json", "timeline.csv"])
+        #expect(try String(contentsOfFile: directory + "/timeline.csv", encoding: .utf8) == TimelineCSV.render(report.timeline))
         #expect(try String(contentsOfFile: directory + "/report.json", encoding: .utf8) == report.jsonText())
         #expect(try String(contentsOfFile: directory + "/report.html", encoding: .utf8) == ReportHTML.render(report))
         #expect(try String(contentsOfFile: directory + "/junit.xml", encoding: .utf8) == JUnitReport.render(report))
@@ -22,18 +23,21 @@ struct ReportWriterTests {
         try FileManager.default.removeItem(atPath: directory)
     }
 
-    @Test("rerender rebuilds report.html and junit.xml from report.json alone")
+    @Test("rerender rebuilds report.html, junit.xml and timeline.csv from report.json alone")
     func rerender() throws {
         let directory = try SampleReports.temporaryDirectory()
         try ReportWriter.write(SampleReports.make(), to: directory)
         let html = try String(contentsOfFile: directory + "/report.html", encoding: .utf8)
         let junit = try String(contentsOfFile: directory + "/junit.xml", encoding: .utf8)
+        let timeline = try String(contentsOfFile: directory + "/timeline.csv", encoding: .utf8)
         try FileManager.default.removeItem(atPath: directory + "/report.html")
         try FileManager.default.removeItem(atPath: directory + "/junit.xml")
+        try FileManager.default.removeItem(atPath: directory + "/timeline.csv")
         let report = try ReportWriter.rerender(directory: directory)
         #expect(report.scenario.name == "vehicles soak")
         #expect(try String(contentsOfFile: directory + "/report.html", encoding: .utf8) == html)
         #expect(try String(contentsOfFile: directory + "/junit.xml", encoding: .utf8) == junit)
+        #expect(try String(contentsOfFile: directory + "/timeline.csv", encoding: .utf8) == timeline)
         try FileManager.default.removeItem(atPath: directory)
     }
 

@@ -22,7 +22,7 @@ struct RunReportJSONTests {
         }
         #expect(keys == [
             "schema", "tool", "scenario", "run", "brokers", "broker_embedded", "passed", "connections", "messages",
-            "delivery", "ack_timeouts", "downgrades", "latency_ms", "thresholds", "generator", "timeline", "fleets",
+            "delivery", "ack_timeouts", "downgrades", "requests", "latency_ms", "thresholds", "generator", "timeline", "fleets",
             "environment",
         ])
         #expect(text.hasSuffix("}\n"))
@@ -218,6 +218,41 @@ struct RunReportJSONTests {
         #expect(environment["memory_bytes"] as? Int == 8_589_934_592)
         #expect(environment["fleetbench_version"] as? String == "0.1.0")
         #expect(environment.count == 5)
+    }
+
+    @Test("per fleet: downgrades, requests and the generator's unsent, dropped and abandoned counts, read back")
+    func fleetShares() throws {
+        var report = SampleReports.make()
+        report.downgrades = DowngradeSummary(subscriptionQoS: 3, subscriptionRefused: 1, qos2AckedAsQoS1: 0)
+        report.requests = RequestSummary(sent: 50, answered: 47, timedOut: 3)
+        report.generator.unsentAtEnd = 12
+        report.fleets[0].downgrades = DowngradeSummary(subscriptionQoS: 3, subscriptionRefused: 0, qos2AckedAsQoS1: 0)
+        report.fleets[1].downgrades = DowngradeSummary(subscriptionQoS: 0, subscriptionRefused: 1, qos2AckedAsQoS1: 0)
+        report.fleets[0].unsentAtEnd = 9
+        report.fleets[1].unsentAtEnd = 3
+        report.fleets[1].droppedSlots = 2
+        report.fleets[1].abandonedPublishes = 4
+        report.fleets[1].requests = RequestSummary(sent: 50, answered: 47, timedOut: 3)
+        let json = try Self.parsed(report)
+        #expect(try Self.object(json["requests"]) as NSDictionary == ["sent": 50, "answered": 47, "timed_out": 3])
+        let fleets = try #require(json["fleets"] as? [[String: Any]])
+        #expect(try Self.object(fleets[0]["downgrades"]) as NSDictionary
+            == ["subscription_qos": 3, "subscription_refused": 0, "qos2_acked_as_qos1": 0])
+        #expect(try Self.object(fleets[1]["downgrades"]) as NSDictionary
+            == ["subscription_qos": 0, "subscription_refused": 1, "qos2_acked_as_qos1": 0])
+        #expect(try Self.object(fleets[0]["generator"]) as NSDictionary
+            == ["dropped_slots": 0, "unsent_at_end": 9, "abandoned_publishes": 0])
+        #expect(try Self.object(fleets[1]["generator"]) as NSDictionary
+            == ["dropped_slots": 2, "unsent_at_end": 3, "abandoned_publishes": 4])
+        #expect(try Self.object(fleets[0]["requests"]) as NSDictionary == ["sent": 0, "answered": 0, "timed_out": 0])
+        #expect(try Self.object(fleets[1]["requests"]) as NSDictionary == ["sent": 50, "answered": 47, "timed_out": 3])
+        let back = try RunReport.parse(text: try report.jsonText())
+        #expect(back.requests == RequestSummary(sent: 50, answered: 47, timedOut: 3))
+        #expect(back.fleets.map(\.downgrades) == report.fleets.map(\.downgrades))
+        #expect(back.fleets.map(\.unsentAtEnd) == [9, 3])
+        #expect(back.fleets.map(\.droppedSlots) == [0, 2])
+        #expect(back.fleets.map(\.abandonedPublishes) == [0, 4])
+        #expect(back.fleets.map(\.requests) == report.fleets.map(\.requests))
     }
 
     @Test("a seed beyond Int64 is written as a decimal string and read back")
