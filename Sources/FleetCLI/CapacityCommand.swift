@@ -178,6 +178,10 @@ struct CapacityCommand {
                 console.error(error.description)
                 return .invalidScenario
             }
+            if let refusal = ScenarioRouteCheck.diagnostic(scenarios[scenarios.count - 1], file: scenarioPath) {
+                console.error(refusal)
+                return .invalidScenario
+            }
         }
         let scenario = scenarios[0]
         if scenarios[0] == scenarios[1] && low != high {

@@ -150,7 +150,10 @@ public struct JSONDocument: Sendable {
             } else if message.hasSuffix(" expected") {
                 message = "unexpected end of file; expected " + message.dropLast(" expected".count)
             }
-        } else if text.hasSuffix("'"), let split = lastRange(of: Array(" near '".utf8), in: Array(text.utf8)) {
+        } else if text.hasSuffix("'"), let split = firstRange(of: Array(" near '".utf8), in: Array(text.utf8)),
+                  split.upperBound < text.utf8.count {
+            // jansson writes "MESSAGE near 'TOKEN'"; its messages never hold " near '", but the token may (the text
+            // of the file it quotes), so the first occurrence is the split.
             let utf8 = Array(text.utf8)
             near = String(decoding: utf8[split.upperBound..<(utf8.count - 1)], as: UTF8.self)
             message = String(decoding: utf8[..<split.lowerBound], as: UTF8.self)
@@ -186,13 +189,12 @@ public struct JSONDocument: Sendable {
         return JSONParseError(file: file, position: index.position(ofByteOffset: offset), message: message)
     }
 
-    /// The last occurrence of `needle` in `haystack` (no Foundation in this module).
-    static func lastRange(of needle: [UInt8], in haystack: [UInt8]) -> Range<Int>? {
-        guard needle.count <= haystack.count else { return nil }
-        var start = haystack.count - needle.count
-        while start >= 0 {
-            if Array(haystack[start..<(start + needle.count)]) == needle { return start..<(start + needle.count) }
-            start -= 1
+    /// The first occurrence of `needle` in `haystack` (no Foundation in this module).
+    static func firstRange(of needle: [UInt8], in haystack: [UInt8]) -> Range<Int>? {
+        guard !needle.isEmpty, needle.count <= haystack.count else { return nil }
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+            return start..<(start + needle.count)
         }
         return nil
     }

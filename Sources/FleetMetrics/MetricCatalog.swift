@@ -252,6 +252,8 @@ public enum MetricCatalog {
         Metric("generator.send_path", .text, report: "generator.send_path", "io_uring, send or io_uring+send"),
         Metric("generator.io_uring_unavailable", .text, report: "generator.io_uring_unavailable", "why io_uring was not used"),
         Metric("generator.source_addresses", .text, report: "generator.source_addresses", "local addresses clients bound to"),
+        Metric("generator.closed_model_streams", .text, report: "generator.closed_model_streams",
+               "streams that ran closed-model ({\"type\": \"max\"}): latency from the actual send, no schedule lag"),
     ]
 
     /// `latency.<kind>.<statistic>` for every kind and statistic, plus report.json's own keys of each kind.

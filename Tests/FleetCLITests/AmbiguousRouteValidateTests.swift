@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import FleetCLI
 
 /// A client that would receive one stream through a plain and a shared subscription, or through two groups, is
 /// refused by `validate` and by `run` before anything connects: exit 65, the engine's message, located at the
@@ -46,6 +47,11 @@ struct AmbiguousRouteValidateTests {
         #expect(run.status == 65)
         #expect(run.error == expected, "\(run.error)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/out"))
+        let capacity = FleetCommandLineTests.run(["capacity", file, "--vary", "fleets.workers.count=2..4",
+                                                  "--until", "delivery.qos1.lost == 0", "--out", directory + "/cap"])
+        #expect(capacity.code == .invalidScenario)
+        #expect(capacity.error == expected, "\(capacity.error)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/cap"))
     }
 
     @Test("disjoint plain and shared filters of one client are valid")

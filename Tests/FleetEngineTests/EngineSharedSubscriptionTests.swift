@@ -171,9 +171,10 @@ struct EngineSharedSubscriptionEntitlementTests {
         let members = EngineFleet(
             name: "workers", count: 2, clientID: { "ent-worker-\($0)" },
             session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30),
-            subscriptions: { _, _ in [MQTTSubscription(filter: "$share/g/ent/+/data", qos: memberQoS)] })
+            subscriptions: { _, _ in [MQTTSubscription(filter: "$share/g/ent/+/data", qos: memberQoS)] },
+            reconnect: .immediateThenInterval(retries: 10, interval: 10_000_000))
         let stream = EngineStream(topic: { index, _ in "ent/\(index)/data" }, qos: .atMostOnce,
-                                  plan: .rate(perSecond: 100), payloadSize: 64, messageLimit: 150)
+                                  plan: .rate(perSecond: 100), payloadSize: 64, messageLimit: 300)
         let publishers = EngineFleet(
             name: "publishers", count: 2, clientID: { "ent-pub-\($0)" },
             session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30), streams: [stream])
@@ -191,13 +192,14 @@ struct EngineSharedSubscriptionEntitlementTests {
                 _ = try? engine.tunnel(fleet: "workers", fraction: 1, outage: 400_000_000...400_000_000)
             }
         }
-        let result = engine.run(duration: 1_800_000_000)
+        let result = engine.run(duration: 3_300_000_000)
         let workers = try #require(result.fleets["workers"])
         let group = workers.delivery[0]
-        #expect(result.counters.published[.atMostOnce] == 300)
+        #expect(result.counters.published[.atMostOnce] == 600)
         #expect(workers.counters.disconnects[.tunnel] == 2)
-        // Before: the group expected all 300 and counted the 0.4 s gap (about 80 messages) as lost.
-        #expect(group.expected + group.missedWhileOffline == 300)
+        #expect(workers.counters.reconnects == 2)
+        // Before: the group expected all 600 and counted the 0.4 s gap (about 80 messages) as lost.
+        #expect(group.expected + group.missedWhileOffline == 600)
         // 0.4 s of 2 x 100 msg/s is 80 nominally; a loaded machine publishes fewer in that time (catch-up).
         #expect(group.missedWhileOffline >= 30)
         #expect(group.duplicated == 0)
@@ -206,6 +208,8 @@ struct EngineSharedSubscriptionEntitlementTests {
         #expect(group.received == workers.counters.received[.atMostOnce])
         // Only what was in a socket when the links were cut can be lost.
         #expect(group.lost <= 2)
+        // The members came back and the group is owed again: 0.5 s before the cut and about 2 s after it.
+        #expect(group.expected >= 400)
     }
 
     @Test("one of two members offline: the other is entitled throughout, so the group is owed everything")
@@ -219,15 +223,42 @@ struct EngineSharedSubscriptionEntitlementTests {
                 _ = try? engine.tunnel(fleet: "workers", fraction: 0.5, outage: 400_000_000...400_000_000)
             }
         }
-        let result = engine.run(duration: 1_800_000_000)
+        let result = engine.run(duration: 3_300_000_000)
         let workers = try #require(result.fleets["workers"])
         let group = workers.delivery[0]
         #expect(workers.counters.disconnects[.tunnel] == 1)
-        #expect(group.expected == 300)
+        #expect(group.expected == 600)
         #expect(group.missedWhileOffline == 0)
         #expect(group.duplicated == 0)
-        #expect(group.unique + group.lost == 300)
+        #expect(group.unique + group.lost == 600)
         #expect(group.lost <= 1)
+    }
+
+    @Test("every member offline for 0.4 s with persistent QoS 1 sessions: the broker queues, the group is owed everything")
+    func wholeGroupOfflinePersistent() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var fleets = Self.fleets(memberQoS: .atLeastOnce)
+        fleets[0].session = MQTTSessionSettings(version: .v5, cleanStart: false, keepAliveSeconds: 30,
+                                                sessionExpiryInterval: 300)
+        fleets[1].streams[0].qos = .atLeastOnce
+        let engine = try EngineSharedSubscriptionTests.engine(fleets, port: broker.port)
+        engine.onPublishStart = {
+            DispatchQueue.global().async {
+                usleep(500_000)
+                _ = try? engine.tunnel(fleet: "workers", fraction: 1, outage: 400_000_000...400_000_000)
+            }
+        }
+        let result = engine.run(duration: 3_300_000_000)
+        let workers = try #require(result.fleets["workers"])
+        let group = workers.delivery[1]
+        #expect(result.counters.published[.atLeastOnce] == 600)
+        #expect(workers.counters.disconnects[.tunnel] == 2)
+        #expect(workers.counters.reconnects == 2)
+        #expect(group.expected == 600)
+        #expect(group.missedWhileOffline == 0)
+        #expect(group.unique == 600)
+        #expect(group.lost == 0)
     }
 
     @Test("deliveries to a group held in a frozen broker past the end of publishing: the drain waits for them")

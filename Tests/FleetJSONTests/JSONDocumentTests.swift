@@ -84,6 +84,10 @@ struct JSONDocumentTests {
         ("{'a': 1}", "t.json:1:2: expected a key in double quotes or '}', found '''"),
         ("{\"a\": \"x\ny\"}", "t.json:1:7: unterminated string (a newline inside a string must be written \\n)"),
         ("{\"a\": 99999999999999999999}", "t.json:1:7: too big integer at '99999999999999999999'"),
+        // The quoted token itself holds " near '": the message is what comes before its first occurrence.
+        ("{\"a\": \"x near 'y\n\"}", "t.json:1:7: unterminated string (a newline inside a string must be written \\n)"),
+        // Found by the scenario fuzzer: the token ends in " near " so the text ends in " near '" (it trapped).
+        ("\"xpected near \n\"\"'\"\"\"\"\"\"\"\n", "t.json:1:1: unterminated string (a newline inside a string must be written \\n)"),
     ])
     func syntaxErrors(text: String, expected: String) {
         #expect(throws: JSONParseError.self) { try JSONDocument.parse(text: text, file: "t.json") }
