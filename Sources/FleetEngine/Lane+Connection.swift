@@ -242,13 +242,14 @@ extension Lane {
     /// is owed by the broker without anything more from us (its PUBLISH and PUBREL are all written), and each
     /// is 4 bytes at least: a mark of 4 bytes per missing slot wakes the lane once per refill instead of once
     /// per ack, and can always be reached. Otherwise (a partial packet kept, bytes still to write, TLS or
-    /// WebSocket framing, a broker seen holding acks back, one slot missing) it is 1.
+    /// WebSocket framing, a broker seen holding acks back, one slot missing) it is 1, and so on a client that
+    /// subscribes: a message for it must be read (and timed) when it comes, not when the acks reach the mark.
     func adjustLowWatermark(_ client: Int) {
         guard let socket = clients[client].socket else { return }
         var mark: Int32 = 1
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
-           clients[client].phase == .connected {
+           clients[client].phase == .connected, clients[client].subscriptions.isEmpty {
             let missing = min(freeWindowSlotsMissing(client), clients[client].session.inFlightCount)
             if missing >= 2 { mark = Int32(4 * missing) }
         }
