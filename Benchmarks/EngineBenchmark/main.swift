@@ -222,6 +222,8 @@ struct ThroughputFigures {
     var lost: UInt64 = 0
     var duplicated: UInt64 = 0
     var disconnects: [String: UInt64] = [:]
+    /// Connections found with a broker holding acks back (Nagle), read at every byte from then on.
+    var lowWatermarkFallbacks: UInt64 = 0
 }
 
 /// `publishers` clients each send `messages` messages of 64 bytes as fast as the engine goes (every intended
@@ -285,6 +287,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     figures.lost = result.delivery[Int(qos.rawValue)].lost
     figures.duplicated = result.delivery[Int(qos.rawValue)].duplicated
     figures.disconnects = disconnects(result.counters)
+    figures.lowWatermarkFallbacks = result.lowWatermarkFallbacks
     return figures
 }
 
@@ -373,6 +376,7 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
             }
             line["ack_latency_p50_us"] = figures.ackP50
             line["ack_latency_p99_us"] = figures.ackP99
+            line["rcvlowat_fallbacks"] = figures.lowWatermarkFallbacks
             if window > 1, let one = rates[1] {
                 line["rate_over_window_1"] = round3(figures.messagesPerSecond / one)
                 // No window may be slower than window 1, on either broker configuration.

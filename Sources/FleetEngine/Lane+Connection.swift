@@ -159,6 +159,12 @@ extension Lane {
         if abortive { try? socket.closeAbortively() } else { try? socket.close() }
         clients[client].socket = nil
         clients[client].awaitingWindow = false
+        clients[client].receiveLowWatermark = 1
+        clients[client].lowWatermarkProbe = -1
+        clients[client].brokerHoldsAcks = false
+        clients[client].lowWatermarkStalls = 0
+        clients[client].stalledThisRound = false
+        wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
         clients[client].wantsWritable = false
         clients[client].inbound = []
         clients[client].outbound.removeAll()
@@ -180,7 +186,7 @@ extension Lane {
     /// Reads what the socket has (bounded per turn so one busy connection cannot starve the lane).
     func readAvailable(_ client: Int) {
         var readBytes = false
-        defer { if readBytes { acknowledgeIfSilent(client) } }
+        defer { if readBytes { afterRead(client) } }
         for _ in 0..<4 {
             guard let socket = clients[client].socket else { return }
             let result: TCPSocket.ReadResult
@@ -210,6 +216,82 @@ extension Lane {
                 if count < readBuffer.count { return }
             }
         }
+    }
+
+    /// After a turn's reads of a client: acknowledge what was read if nothing answers it, and set the mark for
+    /// the next wakeup (a client with bytes to write sets it after its flush).
+    private func afterRead(_ client: Int) {
+        clients[client].lowWatermarkProbe = -1
+        acknowledgeIfSilent(client)
+        if !clients[client].isDirty { adjustLowWatermark(client) }
+        if clients[client].receiveLowWatermark > 1 {
+            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
+        }
+    }
+
+    /// How long bytes may wait below a raised mark, unchanged, before they are read anyway. A broker with
+    /// Nagle's algorithm on holds the rest until our delayed ACK (40 ms or more); a broker that is only busy
+    /// sends more within this, except on a loaded machine. Checked twice: 5-10 ms.
+    static let lowWatermarkProbeInterval: UInt64 = 5_000_000
+    /// Refill rounds in a row with a stall below the mark after which a connection's broker is taken to hold
+    /// acks back: the mark stays 1. A broker with Nagle's algorithm on stalls every round (once its first ack
+    /// is acknowledged the rest may reach the mark); a busy one on a loaded machine now and then.
+    static let lowWatermarkStallLimit: UInt8 = 3
+
+    /// SO_RCVLOWAT for the next wakeup. While a client waits for its window to refill, every ack it waits for
+    /// is owed by the broker without anything more from us (its PUBLISH and PUBREL are all written), and each
+    /// is 4 bytes at least: a mark of 4 bytes per missing slot wakes the lane once per refill instead of once
+    /// per ack, and can always be reached. Otherwise (a partial packet kept, bytes still to write, TLS or
+    /// WebSocket framing, a broker seen holding acks back, one slot missing) it is 1, and so on a client that
+    /// subscribes: a message for it must be read (and timed) when it comes, not when the acks reach the mark.
+    func adjustLowWatermark(_ client: Int) {
+        guard let socket = clients[client].socket else { return }
+        var mark: Int32 = 1
+        if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
+           !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
+           clients[client].phase == .connected, clients[client].subscriptions.isEmpty {
+            let missing = min(freeWindowSlotsMissing(client), clients[client].session.inFlightCount)
+            if missing >= 2 { mark = Int32(4 * missing) }
+        }
+        guard mark != clients[client].receiveLowWatermark else { return }
+        do {
+            try socket.setReceiveLowWatermark(mark)
+        } catch {
+            mark = 1
+            clients[client].brokerHoldsAcks = true  // not settable: never try again on this connection
+        }
+        clients[client].receiveLowWatermark = mark
+        clients[client].lowWatermarkProbe = -1
+        if mark > 1 {
+            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
+        } else {
+            wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
+        }
+    }
+
+    /// The probe of a raised mark: bytes wait below it and nothing arrived since the last probe. A broker with
+    /// Nagle's algorithm on sends its first small ack and holds the next ones until that one is acknowledged,
+    /// which a socket nobody reads does only at its delayed-ACK timer: read what is there (which acknowledges
+    /// it at once). After `lowWatermarkStallLimit` refill rounds in a row with such a stall the mark stays 1
+    /// on this connection. A busy broker on a loaded machine can stall it too: that costs only the batching.
+    func probeLowWatermark(_ client: Int) {
+        guard let socket = clients[client].socket, clients[client].receiveLowWatermark > 1 else { return }
+        let queued = (try? socket.queuedBytes()) ?? -1
+        if queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 {
+            if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls &+= 1 }
+            clients[client].stalledThisRound = true
+            if clients[client].lowWatermarkStalls >= Self.lowWatermarkStallLimit || queued < 0 {
+                clients[client].brokerHoldsAcks = true
+                metrics.lowWatermarkFallbacks &+= 1
+            }
+            // Below the mark: the read must not wait for it (the read sets the next mark).
+            try? socket.setReceiveLowWatermark(1)
+            clients[client].receiveLowWatermark = 1
+            readAvailable(client)
+            return
+        }
+        clients[client].lowWatermarkProbe = queued
+        wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
     }
 
     /// Acks were read and this turn writes nothing back: the kernel would delay its TCP acknowledgement (40 ms
@@ -325,6 +407,7 @@ extension Lane {
                     wheel.schedule(client: client, kind: TimerKind.publish, deadline: now)
                 }
             }
+            if !wantsWritable { adjustLowWatermark(client) }
             if !wantsWritable && clients[client].streams.isEmpty {
                 clients[client].outbound.releaseStorage()
                 if let transport = clients[client].transport {

@@ -145,17 +145,23 @@ extension Lane {
     /// A client whose window was full resumes once half of it is free, not at every ack: refilling one slot per
     /// ack degenerates a window of 32 into 32 one-message writes, each a TCP segment and a wakeup of the broker;
     /// refilling in halves sends the backlog 16 messages to a write. The window is still honoured, the wait shows
-    /// as schedule lag, and a client that never fills its window is not affected.
+    /// as schedule lag, and a client that never fills its window is not affected. Against a broker seen holding
+    /// acks back (Nagle's algorithm: `brokerHoldsAcks`) every ack refills: the broker sends the next ones only
+    /// once these are acknowledged, and a PUBLISH carries that acknowledgement where waiting for half the
+    /// window would take a TCP_QUICKACK of its own at every read.
     func windowOpened(_ client: Int) {
         if clients[client].awaitingWindow {
-            if freeWindowSlotsMissing(client) > 0 { return }
+            if !clients[client].brokerHoldsAcks && freeWindowSlotsMissing(client) > 0 { return }
             clients[client].sendableSince = now
+            // A round of the window ends: only rounds that stalled in a row count (`probeLowWatermark`).
+            if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls = 0 }
+            clients[client].stalledThisRound = false
         }
         publishDue(client)
     }
 
     /// How many more window slots must free up before a waiting client resumes publishing.
-    private func freeWindowSlotsMissing(_ client: Int) -> Int {
+    func freeWindowSlotsMissing(_ client: Int) -> Int {
         let window = clients[client].session.inFlightWindow
         return max(1, window / 2) - (window - clients[client].session.inFlightCount)
     }
@@ -192,6 +198,9 @@ extension Lane {
             clients[client].streams[stream].schedule = schedule
         }
         stage(client)
+        // A window that filled with nothing left to write (the message that found it full came due after the
+        // last write) gets its mark now; a client with bytes to write gets it after the flush.
+        if !clients[client].isDirty { adjustLowWatermark(client) }
         if earliest != .max {
             wheel.schedule(client: client, kind: TimerKind.publish, deadline: earliest)
         } else {

@@ -245,6 +245,7 @@ final class Lane: @unchecked Sendable {
             case TimerKind.session: sessionDeadline(expired.client)
             case TimerKind.publish: publishDue(expired.client)
             case TimerKind.connectTimeout: connectTimedOut(expired.client)
+            case TimerKind.lowWatermarkProbe: probeLowWatermark(expired.client)
             default: break
             }
         }
@@ -288,5 +289,6 @@ enum TimerKind {
     static let session = 1
     static let publish = 2
     static let connectTimeout = 3
-    static let count = 4
+    static let lowWatermarkProbe = 4
+    static let count = 5
 }

@@ -17,6 +17,8 @@ public struct LaneMetrics: Sendable {
     public var entitlement: [UInt64: [EntitlementWindow]] = [:]
     /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`).
     public var coalescingPauses: UInt64 = 0
+    /// Connections whose broker was seen holding acks below a raised SO_RCVLOWAT (`Lane.probeLowWatermark`).
+    public var lowWatermarkFallbacks: UInt64 = 0
 
     public init(fleetCount: Int, start: UInt64) {
         fleets = Array(repeating: FleetLaneMetrics(start: start), count: max(fleetCount, 1))

@@ -115,6 +115,18 @@ struct SimulatedClient {
     var isDirty = false
     /// A message waits for the in-flight window: publishing resumes once half the window is free again.
     var awaitingWindow = false
+    /// The socket's SO_RCVLOWAT as last set (1: every byte wakes the lane). Raised only while the window waits,
+    /// to the bytes of the acks it waits for (`Lane.adjustLowWatermark`).
+    var receiveLowWatermark: Int32 = 1
+    /// Bytes queued below the raised mark at the last probe (-1: none taken since the last read).
+    var lowWatermarkProbe: Int32 = -1
+    /// Refill rounds in a row in which bytes were found waiting below the raised mark with nothing more
+    /// arriving, and whether the current round had such a stall (`Lane.probeLowWatermark`).
+    var lowWatermarkStalls: UInt8 = 0
+    var stalledThisRound = false
+    /// This connection's broker was seen holding acks back below the raised mark (Nagle's algorithm: its next
+    /// small write waits for our TCP acknowledgement): the mark stays 1 on it and reads answer at once.
+    var brokerHoldsAcks = false
     /// When the client last became able to send again: connected, its window reopened or its socket drained.
     /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
     var sendableSince: UInt64 = 0

@@ -136,6 +136,13 @@ public struct TCPSocket: Sendable, Hashable {
         try setOption(level: SOL_SOCKET, name: SO_RCVLOWAT, value: max(1, bytes), call: "setsockopt(SO_RCVLOWAT)")
     }
 
+    /// Bytes received and not yet read (FIONREAD), without reading them.
+    public func queuedBytes() throws(SystemError) -> Int32 {
+        var count: Int32 = 0
+        _ = try SystemCall.checked("ioctl(FIONREAD)") { ioctl(fileDescriptor, UInt(FIONREAD), &count) }
+        return count
+    }
+
     /// TCP_QUICKACK: sends the acknowledgement of what was read now instead of at the delayed-ACK timer (40 ms
     /// or more), and leaves delayed-ACK ("ping-pong") mode until the kernel enters it again. A peer with Nagle's
     /// algorithm on holds its next small write until this acknowledgement arrives.

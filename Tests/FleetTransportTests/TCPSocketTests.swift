@@ -278,6 +278,22 @@ struct TCPSocketLowWatermarkTests {
         #expect(try epoll.wait(timeoutMilliseconds: 0) == 0)
     }
 
+    @Test("queuedBytes counts what arrived below the mark without reading it: 0, then 5, then 5 read")
+    func queuedBytesBelowTheMark() throws {
+        let (sender, receiver, _) = try Self.pairWatchedAtMark8(token: 5)
+        defer {
+            try? sender.close()
+            try? receiver.close()
+        }
+        #expect(try receiver.queuedBytes() == 0)
+        try writeAll([1, 2, 3, 4, 5], to: sender)
+        #expect(Self.awaitQueued(5, on: receiver) == 5)
+        #expect(try receiver.queuedBytes() == 5)
+        #expect(try receiver.queuedBytes() == 5)
+        #expect(try readBytes(5, from: receiver) == [1, 2, 3, 4, 5])
+        #expect(try receiver.queuedBytes() == 0)
+    }
+
     @Test("end of stream is reported readable with fewer bytes queued than the mark, and those bytes are read")
     func endOfStreamBelowTheMark() throws {
         let (sender, receiver, epoll) = try Self.pairWatchedAtMark8(token: 4)
