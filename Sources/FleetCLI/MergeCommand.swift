@@ -374,13 +374,8 @@ struct MergeCommand {
             return point
         }
 
-        // Thresholds on the merged result.
-        let requests = parts.reduce(into: SegmentFile.Requests()) { sum, part in
-            sum.sent &+= part.segment.requests.sent
-            sum.answered &+= part.segment.requests.answered
-            sum.timedOut &+= part.segment.requests.timedOut
-        }
-        let metrics = ReportMetrics(report: report, requests: requests)
+        // Thresholds on the merged result, read from it as `run` reads its own report.
+        let metrics = ReportMetrics(report: report)
         report.thresholds = parts[0].report.thresholds.map { earlier in
             guard case .success(let threshold) = Threshold.parse(earlier.expression) else {
                 return ThresholdResult(expression: earlier.expression, metric: earlier.metric, observed: nil,

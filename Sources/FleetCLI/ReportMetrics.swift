@@ -1,11 +1,12 @@
 import FleetMetrics
 import FleetReports
 
-/// Threshold metrics looked up in a report (a merged one: `fleetbench merge`), with the same paths, units and
-/// meanings as `RunMetrics` gives them from a run's result.
+/// The metric paths of thresholds (`latency.end_to_end.p99`, `delivery.qos1.lost`, ...; every threshold entry of
+/// MetricCatalog) looked up in a report: the one `run` has just filled from its result, or the one `merge` made of
+/// segments, so a threshold reads exactly what report.json says. Time values are in nanoseconds (thresholds compare
+/// in nanoseconds); nil when the run did not produce the metric (a threshold on it then fails).
 struct ReportMetrics {
     let report: RunReport
-    let requests: SegmentFile.Requests
 
     func value(_ path: String) -> Double? {
         let parts = path.split(separator: ".").map(String.init)
@@ -39,7 +40,7 @@ struct ReportMetrics {
                 default: return nil
                 }
             }
-            guard parts.count == 3, let qos = RunMetrics.qosIndex(parts[1]) else { return nil }
+            guard parts.count == 3, let qos = Self.qosIndex(parts[1]) else { return nil }
             let delivery = all[qos]
             switch parts[2] {
             case "lost": return Double(delivery.lost)
@@ -58,7 +59,7 @@ struct ReportMetrics {
         case "messages":
             if parts[1] == "bytes_in" { return Double(report.messages.bytesIn) }
             if parts[1] == "bytes_out" { return Double(report.messages.bytesOut) }
-            guard parts.count == 3, let qos = RunMetrics.qosIndex(parts[1]), let level = QoSLevel(rawValue: qos) else { return nil }
+            guard parts.count == 3, let qos = Self.qosIndex(parts[1]), let level = QoSLevel(rawValue: qos) else { return nil }
             switch parts[2] {
             case "published": return Double(report.messages.published[level])
             case "acked": return qos == 0 ? nil : Double(report.messages.acked[level])
@@ -113,13 +114,22 @@ struct ReportMetrics {
             }
         case "requests":
             switch parts[1] {
-            case "sent": return Double(requests.sent)
-            case "answered": return Double(requests.answered)
-            case "timed_out": return Double(requests.timedOut)
+            case "sent": return Double(report.requests.sent)
+            case "answered": return Double(report.requests.answered)
+            case "timed_out": return Double(report.requests.timedOut)
             default: return nil
             }
         default:
             return nil
+        }
+    }
+
+    static func qosIndex(_ text: String) -> Int? {
+        switch text {
+        case "qos0": return 0
+        case "qos1": return 1
+        case "qos2": return 2
+        default: return nil
         }
     }
 }

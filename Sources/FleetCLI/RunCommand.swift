@@ -579,7 +579,7 @@ struct RunCommand {
         report.generator.saturated = !report.generator.saturationReasons.isEmpty
         report.run.publishSeconds = publishSeconds
         // Thresholds divide by the same publishing phase as report.json, compare and the HTML report.
-        let metrics = RunMetrics(result: result, publishSeconds: report.run.rateSeconds)
+        let metrics = ReportMetrics(report: report)
         report.thresholds = scenario.thresholds.map { threshold in
             let outcome = threshold.evaluate(metrics.value)
             return ThresholdResult(

@@ -95,7 +95,7 @@ public struct Metric: Sendable {
 /// produces every entry and that report.json holds nothing else.
 ///
 /// Adding a metric: add its line here (path, unit, report.json key, source, meaning), write it into report.json
-/// under that key, return it from the CLI's RunMetrics.value for a threshold, and describe it in
+/// under that key, return it from the CLI's ReportMetrics.value for a threshold, and describe it in
 /// docs/report-format.md and scenarios/README.md.
 public enum MetricCatalog {
     /// The latency kinds of `latency.<kind>.<statistic>`: threshold name, recorder kind and origin, report.json
