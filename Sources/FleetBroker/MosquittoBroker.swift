@@ -145,19 +145,10 @@ public final class MosquittoBroker: @unchecked Sendable {
         let arguments = [executablePath, "-c", layout.configPath]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
-        // The child inherits the calling thread's signal mask and ignored signals; Dispatch and test-runner threads
-        // block SIGTERM, so without a reset mosquitto never sees our SIGTERM and every stop ends in SIGKILL.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaultSignals = sigset_t()
-        sigemptyset(&defaultSignals)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2] { sigaddset(&defaultSignals, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaultSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        BrokerSpawn.resetSignals(&attributes, ownProcessGroup: false)
         var spawned: pid_t = 0
         var status = posix_spawn(&spawned, executablePath, &actions, &attributes, &argv, environ)
         // ETXTBSY: the executable is still open for writing somewhere (just installed, or a child another thread
