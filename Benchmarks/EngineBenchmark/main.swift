@@ -13,6 +13,7 @@ import MQTTSession
 // Every workload runs against mosquitto as shipped ("broker": "stock") and tuned ("broker": "tuned":
 // set_tcp_nodelay, unlimited queue, 64 in flight); ENGINE_BENCH_BROKERS="stock" or "tuned" runs one of them, and
 // "rabbitmq" a private RabbitMQ node (MQTT plugin, stock settings; qos0/qos1/qos2 only, QoS 2 runs as QoS 1 there).
+// ENGINE_BENCH_REPEAT=N runs the qos1/qos2 window sweeps N times and prints the median run per window.
 
 // MARK: - Process measurements
 
@@ -356,18 +357,34 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
     let environment = ProcessInfo.processInfo.environment
     let windows = (environment["ENGINE_BENCH_WINDOWS"] ?? "1,8,32").split(separator: ",").compactMap { UInt16($0) }
     let publisherCounts = (environment["ENGINE_BENCH_PUBLISHERS"] ?? "10,1").split(separator: ",").compactMap { Int($0) }
+    // ENGINE_BENCH_REPEAT=N sweeps the windows N times, interleaved (so drift on a shared machine hits every window
+    // alike), and prints each window's median run: single runs of a few seconds swing by ±15 %, too much to tell
+    // whether a larger window is slower than window 1.
+    let repeats = max(1, Int(environment["ENGINE_BENCH_REPEAT"] ?? "") ?? 1)
     for publishers in publisherCounts {
         // Every publisher sends `messages` (one publisher at window 1 is slow: ~20,000 msg/s at QoS 1).
         let perPublisher = messages
+        var runs: [UInt16: [ThroughputFigures]] = [:]
+        for _ in 0..<repeats {
+            for window in windows {
+                guard let figures = engineThroughput(qos: qos, window: window, publishers: publishers,
+                                                     messages: perPublisher, subscriber: false) else {
+                    print(json(["workload": name, "error": "engine did not start"])); continue
+                }
+                runs[window, default: []].append(figures)
+            }
+        }
         var rates: [UInt16: Double] = [:]
         for window in windows {
-            guard let figures = engineThroughput(qos: qos, window: window, publishers: publishers,
-                                                 messages: perPublisher, subscriber: false) else {
-                print(json(["workload": name, "error": "engine did not start"])); continue
-            }
+            guard let all = runs[window], !all.isEmpty else { continue }
+            let figures = all.sorted { $0.messagesPerSecond < $1.messagesPerSecond }[all.count / 2]
             rates[window] = figures.messagesPerSecond
             var line = throughputLine(name, ["window": Int(window), "publishers": publishers,
                                              "messages_per_publisher": perPublisher, "subscriber": false], figures)
+            if repeats > 1 {
+                line["runs"] = all.count
+                line["msgs_per_second_runs"] = all.map { Int($0.messagesPerSecond.rounded()) }
+            }
             line["acked"] = figures.acked
             if qos == .exactlyOnce {
                 // Reported as such: a broker without QoS 2 acknowledges with PUBACK, and the rate is QoS 1's.
