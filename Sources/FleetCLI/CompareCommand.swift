@@ -141,21 +141,7 @@ struct CompareCommand {
         case .json: text = comparison.json()
         case .html: text = ComparisonHTML.render(comparison, baseline: reports[0], candidate: reports[1], all: all)
         }
-        // A page is for a browser: with --output it goes only there and the terminal gets the table.
-        if format == .html, let output {
-            console.write(comparison.table(all: all) + "wrote \(output)\n", to: console.outputDescriptor)
-        } else {
-            console.write(text, to: console.outputDescriptor)
-        }
-        if let output {
-            do {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
-            } catch {
-                console.error("fleetbench compare: cannot write \(output): \(error.localizedDescription)")
-                return .runtimeFailure
-            }
-        }
-        return comparison.hasRegression ? .thresholdsFailed : .success
+        return emit(text, table: comparison.table(all: all), regressed: comparison.hasRegression, console: console)
     }
 
     /// `compare A B C ...`: each later run against the first, side by side.
@@ -168,8 +154,14 @@ struct CompareCommand {
         case .json: text = trend.json()
         case .html: text = ComparisonHTML.render(trend, runs: reports, all: all)
         }
+        return emit(text, table: trend.table(all: all), regressed: trend.hasRegression, console: console)
+    }
+
+    /// Prints the comparison and writes it to --output. A page is for a browser: with --output it goes only
+    /// there and the terminal gets the table.
+    private func emit(_ text: String, table: String, regressed: Bool, console: Console) -> ExitCode {
         if format == .html, let output {
-            console.write(trend.table(all: all) + "wrote \(output)\n", to: console.outputDescriptor)
+            console.write(table + "wrote \(output)\n", to: console.outputDescriptor)
         } else {
             console.write(text, to: console.outputDescriptor)
         }
@@ -181,6 +173,6 @@ struct CompareCommand {
                 return .runtimeFailure
             }
         }
-        return trend.hasRegression ? .thresholdsFailed : .success
+        return regressed ? .thresholdsFailed : .success
     }
 }

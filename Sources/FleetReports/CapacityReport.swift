@@ -175,20 +175,9 @@ public enum CapacityHTML {
         } else {
             verdict = "Even the lowest level, \(format(report.low)), failed"
         }
-        var page = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="generator" content="fleetbench \(HTML.escape(report.toolVersion))">
-            <title>fleetbench capacity: \(HTML.escape(report.scenario)) \(HTML.escape(report.path))</title>
-            <style>\(ReportHTML.css)</style>
-            </head>
-            <body>
-            <main>
-
-            """
+        var page = HTML.pageStart(
+            toolVersion: report.toolVersion,
+            title: "fleetbench capacity: \(HTML.escape(report.scenario)) \(HTML.escape(report.path))", css: ReportHTML.css)
         page += "<section id=\"verdict\"><h1>Capacity: \(HTML.escape(report.scenario)), varying \(HTML.escape(report.path))</h1>\n"
         page += "<p class=\"\(report.maxPassing == nil ? "warning" : "ok")\">\(HTML.escape(verdict))</p>\n"
         if let stopped = report.stoppedEarly { page += "<p class=\"warning\">Stopped early: \(HTML.escape(stopped))</p>\n" }

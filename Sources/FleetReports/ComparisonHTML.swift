@@ -14,21 +14,11 @@ public enum ComparisonHTML {
 
     public static func render(_ comparison: ReportComparison, baseline: RunReport, candidate: RunReport,
                               all: Bool = false) -> String {
-        var page = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="generator" content="fleetbench \(HTML.escape(candidate.toolVersion))">
-            <title>fleetbench compare: \(HTML.escape(candidate.scenario.name)) \
-            \(comparison.hasRegression ? "REGRESSED" : "no regression")</title>
-            <style>\(ReportHTML.css)\(css)</style>
-            </head>
-            <body>
-            <main>
-
-            """
+        var page = HTML.pageStart(
+            toolVersion: candidate.toolVersion,
+            title: "fleetbench compare: \(HTML.escape(candidate.scenario.name)) "
+                + (comparison.hasRegression ? "REGRESSED" : "no regression"),
+            css: ReportHTML.css + css)
         page += verdict(comparison)
         page += rows(comparison, all: all)
         let runs = [PlottedRun(name: "baseline", report: baseline, color: baselineColor, dashed: false),
@@ -190,21 +180,11 @@ extension ComparisonHTML {
     public static func render(_ trend: TrendComparison, runs: [RunReport], all: Bool = false) -> String {
         let regressed = trend.hasRegression
         let last = runs[runs.count - 1]
-        var page = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="generator" content="fleetbench \(HTML.escape(last.toolVersion))">
-            <title>fleetbench compare: \(HTML.escape(last.scenario.name)) trend over \(runs.count) runs \
-            \(regressed ? "REGRESSED" : "no regression")</title>
-            <style>\(ReportHTML.css)\(css)</style>
-            </head>
-            <body>
-            <main>
-
-            """
+        var page = HTML.pageStart(
+            toolVersion: last.toolVersion,
+            title: "fleetbench compare: \(HTML.escape(last.scenario.name)) trend over \(runs.count) runs "
+                + (regressed ? "REGRESSED" : "no regression"),
+            css: ReportHTML.css + css)
         let colors = (0..<runs.count).map { ReportHTML.palette[$0 % ReportHTML.palette.count] }
         page += "<header id=\"verdict\" class=\"verdict \(regressed ? "fail" : "pass")\">\n"
         page += "<div class=\"badge\">\(regressed ? "REGRESSED" : "NO REGRESSION")</div>\n"

@@ -16,20 +16,9 @@ public enum ReportHTML {
     static let palette = ["#1f5fbf", "#c0392b", "#2e8b57", "#8e44ad", "#d35400", "#16a085", "#7f8c8d"]
 
     public static func render(_ report: RunReport) -> String {
-        var page = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="generator" content="fleetbench \(HTML.escape(report.toolVersion))">
-            <title>fleetbench: \(HTML.escape(report.scenario.name)) \(report.passed ? "passed" : "FAILED")</title>
-            <style>\(css)</style>
-            </head>
-            <body>
-            <main>
-
-            """
+        var page = HTML.pageStart(
+            toolVersion: report.toolVersion,
+            title: "fleetbench: \(HTML.escape(report.scenario.name)) \(report.passed ? "passed" : "FAILED")", css: css)
         page += verdict(report)
         page += thresholds(report)
         page += timeline(report)
@@ -586,6 +575,25 @@ public enum ReportHTML {
 
 /// HTML text helpers.
 enum HTML {
+    /// The opening of a self-contained page up to `<main>`, the same for every page fleetbench writes. `title` is
+    /// HTML: escape what it quotes from a scenario or a report.
+    static func pageStart(toolVersion: String, title: String, css: String) -> String {
+        """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta name="generator" content="fleetbench \(escape(toolVersion))">
+        <title>\(title)</title>
+        <style>\(css)</style>
+        </head>
+        <body>
+        <main>
+
+        """
+    }
+
     /// Escapes `& < > " '` so text from a scenario or the network can never open a tag or leave an attribute.
     static func escape(_ text: String) -> String {
         var output = ""
