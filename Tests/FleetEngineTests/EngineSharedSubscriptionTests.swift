@@ -181,18 +181,23 @@ struct EngineSharedSubscriptionEntitlementTests {
         return [members, publishers]
     }
 
+    /// Runs 3.3 s and cuts `fraction` of the workers (the group's members) for 0.4 s, 0.5 s into publishing.
+    static func runWithWorkersCut(fraction: Double, fleets: [EngineFleet], port: UInt16) throws -> EngineResult {
+        let engine = try EngineSharedSubscriptionTests.engine(fleets, port: port)
+        engine.onPublishStart = {
+            DispatchQueue.global().async {
+                usleep(500_000)
+                _ = try? engine.tunnel(fleet: "workers", fraction: fraction, outage: 400_000_000...400_000_000)
+            }
+        }
+        return engine.run(duration: 3_300_000_000)
+    }
+
     @Test("every member offline for 0.4 s (clean sessions): the gap is missed while offline, not lost")
     func wholeGroupOffline() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let engine = try EngineSharedSubscriptionTests.engine(Self.fleets(memberQoS: .atMostOnce), port: broker.port)
-        engine.onPublishStart = {
-            DispatchQueue.global().async {
-                usleep(500_000)
-                _ = try? engine.tunnel(fleet: "workers", fraction: 1, outage: 400_000_000...400_000_000)
-            }
-        }
-        let result = engine.run(duration: 3_300_000_000)
+        let result = try Self.runWithWorkersCut(fraction: 1, fleets: Self.fleets(memberQoS: .atMostOnce), port: broker.port)
         let workers = try #require(result.fleets["workers"])
         let group = workers.delivery[0]
         #expect(result.counters.published[.atMostOnce] == 600)
@@ -216,14 +221,7 @@ struct EngineSharedSubscriptionEntitlementTests {
     func oneMemberOffline() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let engine = try EngineSharedSubscriptionTests.engine(Self.fleets(memberQoS: .atMostOnce), port: broker.port)
-        engine.onPublishStart = {
-            DispatchQueue.global().async {
-                usleep(500_000)
-                _ = try? engine.tunnel(fleet: "workers", fraction: 0.5, outage: 400_000_000...400_000_000)
-            }
-        }
-        let result = engine.run(duration: 3_300_000_000)
+        let result = try Self.runWithWorkersCut(fraction: 0.5, fleets: Self.fleets(memberQoS: .atMostOnce), port: broker.port)
         let workers = try #require(result.fleets["workers"])
         let group = workers.delivery[0]
         #expect(workers.counters.disconnects[.tunnel] == 1)
@@ -242,14 +240,7 @@ struct EngineSharedSubscriptionEntitlementTests {
         fleets[0].session = MQTTSessionSettings(version: .v5, cleanStart: false, keepAliveSeconds: 30,
                                                 sessionExpiryInterval: 300)
         fleets[1].streams[0].qos = .atLeastOnce
-        let engine = try EngineSharedSubscriptionTests.engine(fleets, port: broker.port)
-        engine.onPublishStart = {
-            DispatchQueue.global().async {
-                usleep(500_000)
-                _ = try? engine.tunnel(fleet: "workers", fraction: 1, outage: 400_000_000...400_000_000)
-            }
-        }
-        let result = engine.run(duration: 3_300_000_000)
+        let result = try Self.runWithWorkersCut(fraction: 1, fleets: fleets, port: broker.port)
         let workers = try #require(result.fleets["workers"])
         let group = workers.delivery[1]
         #expect(result.counters.published[.atLeastOnce] == 600)
