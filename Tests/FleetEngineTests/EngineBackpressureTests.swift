@@ -1,4 +1,5 @@
 import Dispatch
+import FleetTestSupport
 import FleetTransport
 import Foundation
 import Glibc
@@ -147,7 +148,7 @@ struct EngineBackpressureTests {
         let stalled = DispatchSemaphore(value: 0)
         let observer = DispatchGroup()
         observer.enter()
-        DispatchQueue.global().async {
+        TestThread.start {
             defer {
                 peer.release()
                 observer.leave()

@@ -1,6 +1,7 @@
 import Dispatch
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
 import FleetTransport
 import Glibc
 import MQTTCodec
@@ -15,7 +16,7 @@ struct EngineBrokerFaultTests {
     static func killAndRestart(_ broker: MosquittoBroker, killAfter: UInt64, downFor: UInt64) -> DispatchGroup {
         let group = DispatchGroup()
         group.enter()
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(killAfter))) {
+        TestThread.after(.nanoseconds(Int(killAfter))) {
             broker.kill()
             usleep(UInt32(downFor / 1000))
             try? broker.restart()

@@ -1,6 +1,7 @@
 import Dispatch
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
 import FleetTransport
 import Glibc
 import MQTTCodec
@@ -42,7 +43,7 @@ struct EngineEndOfRunTests {
         engine.onPublishStart = {
             kill(pid, SIGSTOP)
             if let resumeAfter {
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(resumeAfter))) { kill(pid, SIGCONT) }
+                TestThread.after(.nanoseconds(Int(resumeAfter))) { kill(pid, SIGCONT) }
             }
         }
         return engine.run(duration: duration)
@@ -86,7 +87,7 @@ struct EngineEndOfRunTests {
         // an arrival and count all 100 messages lost.
         engine.onPublishStart = {
             kill(pid, SIGSTOP)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(700)) { kill(pid, SIGCONT) }
+            TestThread.after(.milliseconds(700)) { kill(pid, SIGCONT) }
         }
         let result = engine.run(duration: 300_000_000)
         #expect(result.counters.published[.atMostOnce] == 100)

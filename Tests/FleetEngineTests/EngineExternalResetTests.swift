@@ -1,6 +1,7 @@
 import Dispatch
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
 import FleetTransport
 import Foundation
 import Glibc
@@ -34,7 +35,7 @@ struct EngineExternalResetTests {
         let port = broker.port
         let done = DispatchGroup()
         done.enter()
-        DispatchQueue.global().async {
+        TestThread.start {
             defer { done.leave() }
             guard EngineWillTests.waitUntilReady(engine) else { return }
             let ss = Process()

@@ -1,6 +1,7 @@
 import Dispatch
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
 import FleetTransport
 import Glibc
 import MQTTCodec
@@ -31,7 +32,7 @@ struct EngineFaultTests {
     static func run(_ engine: Engine, duration: UInt64, fault: @escaping @Sendable (Engine) -> Void) -> EngineResult {
         let faulted = DispatchGroup()
         faulted.enter()
-        DispatchQueue.global().async {
+        TestThread.start {
             if EngineWillTests.waitUntilReady(engine) { fault(engine) }
             faulted.leave()
         }

@@ -1,6 +1,7 @@
 import Dispatch
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
 import FleetTransport
 import Glibc
 import MQTTCodec
@@ -76,7 +77,7 @@ struct EnginePayloadTests {
         let cut = SharedCount()
         let faulted = DispatchGroup()
         faulted.enter()
-        DispatchQueue.global().async {
+        TestThread.start {
             // Once the first four notices arrived, every car loses its connection and comes back.
             if Self.waitForReceived(engine, fleet: 1, count: 4) {
                 cut.set((try? engine.tunnel(fleet: "cars", fraction: 1, outage: 50_000_000...50_000_000)) ?? -1)

@@ -16,7 +16,7 @@ struct EngineProxyFaultTests {
     static func run(_ engine: Engine, duration: UInt64, fault: @escaping @Sendable () -> Void) -> EngineResult {
         let faulted = DispatchGroup()
         faulted.enter()
-        DispatchQueue.global().async {
+        TestThread.start {
             if EngineWillTests.waitUntilReady(engine) { fault() }
             faulted.leave()
         }

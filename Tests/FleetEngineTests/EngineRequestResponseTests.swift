@@ -1,5 +1,6 @@
 import Dispatch
 import FleetBroker
+import FleetTestSupport
 import Glibc
 import FleetMetrics
 import FleetTransport
@@ -93,7 +94,7 @@ struct EngineRequestResponseTests {
         // requests timed out).
         engine.onPublishStart = {
             kill(pid, SIGSTOP)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(800)) { kill(pid, SIGCONT) }
+            TestThread.after(.milliseconds(800)) { kill(pid, SIGCONT) }
         }
         let result = engine.run(duration: 300_000_000)
         let backend = try #require(result.fleets["backend"])

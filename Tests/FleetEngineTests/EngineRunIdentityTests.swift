@@ -1,4 +1,5 @@
 import Dispatch
+import FleetTestSupport
 import Glibc
 import FleetBroker
 import FleetMetrics
@@ -48,7 +49,7 @@ struct EngineRunIdentityTests {
         let secondResult = Mutex<EngineResult?>(nil)
         let secondDone = DispatchSemaphore(value: 0)
         first.onPublishStart = {
-            DispatchQueue.global().async {
+            TestThread.start {
                 let result = second.run(duration: 700_000_000)
                 secondResult.withLock { $0 = result }
                 secondDone.signal()
@@ -120,7 +121,7 @@ struct EngineRunIdentityTests {
             broker, prefix: "gap", runID: 4, qos: .atMostOnce, messages: 150, perSecond: 100,
             subscriptionQoS: .atMostOnce))
         engine.onPublishStart = {
-            DispatchQueue.global().async {
+            TestThread.start {
                 usleep(500_000)
                 _ = try? engine.tunnel(fleet: "subscribers", fraction: 1, outage: 400_000_000...400_000_000)
             }
@@ -147,7 +148,7 @@ struct EngineRunIdentityTests {
         let engine = try Engine(configuration: Self.configuration(
             broker, prefix: "keep", runID: 5, messages: 150, perSecond: 100, subscriberSession: persistent))
         engine.onPublishStart = {
-            DispatchQueue.global().async {
+            TestThread.start {
                 usleep(500_000)
                 _ = try? engine.tunnel(fleet: "subscribers", fraction: 1, outage: 400_000_000...400_000_000)
             }

@@ -1,6 +1,7 @@
 import Dispatch
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
 import FleetTransport
 import Glibc
 import MQTTCodec
@@ -185,7 +186,7 @@ struct EngineSharedSubscriptionEntitlementTests {
     static func runWithWorkersCut(fraction: Double, fleets: [EngineFleet], port: UInt16) throws -> EngineResult {
         let engine = try EngineSharedSubscriptionTests.engine(fleets, port: port)
         engine.onPublishStart = {
-            DispatchQueue.global().async {
+            TestThread.start {
                 usleep(500_000)
                 _ = try? engine.tunnel(fleet: "workers", fraction: fraction, outage: 400_000_000...400_000_000)
             }
@@ -268,7 +269,7 @@ struct EngineSharedSubscriptionEntitlementTests {
         let engine = try EngineSharedSubscriptionTests.engine(fleets, port: broker.port)
         engine.onPublishStart = {
             kill(pid, SIGSTOP)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(700)) { kill(pid, SIGCONT) }
+            TestThread.after(.milliseconds(700)) { kill(pid, SIGCONT) }
         }
         let result = engine.run(duration: 300_000_000)
         let group = try #require(result.fleets["workers"]).delivery[0]

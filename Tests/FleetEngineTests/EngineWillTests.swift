@@ -1,6 +1,7 @@
 import Dispatch
 import FleetBroker
 import FleetMetrics
+import FleetTestSupport
 import FleetTransport
 import Glibc
 import MQTTCodec
@@ -58,7 +59,7 @@ struct EngineWillTests {
         let cutter = DispatchGroup()
         cutter.enter()
         let readyBeforeCut = SharedFlag()
-        DispatchQueue.global().async {
+        TestThread.start {
             if Self.waitUntilReady(engine) {
                 readyBeforeCut.set()
                 Self.cutAbortively(engine, globalClient: 0)

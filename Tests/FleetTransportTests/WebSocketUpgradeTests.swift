@@ -1,4 +1,5 @@
 import Dispatch
+import FleetTestSupport
 import FleetTransport
 import Testing
 
@@ -16,7 +17,7 @@ final class OneShotHTTPResponder: @unchecked Sendable {
     init(response: String) throws {
         listener = try TCPListener.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0))
         port = try listener.localAddress().port
-        DispatchQueue.global().async { [self] in
+        TestThread.start { [self] in
             defer { done.signal() }
             guard (try? awaitEvents(.readable, on: listener.fileDescriptor)) != nil,
                 case .processed(let connection)? = try? listener.accept()
