@@ -186,6 +186,7 @@ struct MergeCommand {
         report.downgrades = DowngradeSummary()
         report.latency = LatencyRecorder()
         report.requests = RequestSummary()
+        report.offline = OfflineSummary()
         var generator = parts[0].report.generator
         generator.cpuSeconds = 0
         generator.peakRSSBytes = 0
@@ -210,6 +211,7 @@ struct MergeCommand {
             report.requests.sent &+= other.requests.sent
             report.requests.answered &+= other.requests.answered
             report.requests.timedOut &+= other.requests.timedOut
+            report.offline.add(other.offline)
             generator.cpuSeconds += other.generator.cpuSeconds
             generator.peakRSSBytes &+= other.generator.peakRSSBytes
             generator.lanes += other.generator.lanes
@@ -293,6 +295,7 @@ struct MergeCommand {
             fleet.ackTimeouts = AckTimeoutCounts()
             fleet.latency = LatencyRecorder()
             fleet.requests = RequestSummary()
+            fleet.offline = OfflineSummary()
             var foreign: UInt64 = 0
             var retained: UInt64 = 0
             for part in parts {
@@ -304,6 +307,7 @@ struct MergeCommand {
                 fleet.requests.sent &+= other.requests.sent
                 fleet.requests.answered &+= other.requests.answered
                 fleet.requests.timedOut &+= other.requests.timedOut
+                fleet.offline.add(other.offline)
                 foreign &+= other.delivery.foreign
                 retained &+= other.delivery.retainedOnSubscribe
             }

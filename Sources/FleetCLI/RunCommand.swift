@@ -553,10 +553,12 @@ struct RunCommand {
                 fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
                 fleetReport.droppedSlots = fleetResult.droppedSlots
                 fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
+                fleetReport.offline = Self.offline(fleetResult.offline)
                 return fleetReport
             }
         }
         report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
+        report.offline = result.fleets.values.reduce(into: OfflineSummary()) { $0.add(Self.offline($1.offline)) }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
@@ -789,6 +791,10 @@ struct RunCommand {
     /// A fleet's requester figures as report.json writes them (the `requests.*` thresholds read the same).
     static func requests(_ fleet: EngineFleetResult) -> RequestSummary {
         RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
+    }
+
+    static func offline(_ counts: OfflineCounts) -> OfflineSummary {
+        OfflineSummary(buffered: counts.buffered, flushed: counts.flushed, overflowed: counts.overflowed)
     }
 
     static func runBrokers(

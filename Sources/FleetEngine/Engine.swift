@@ -510,6 +510,7 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].unackedAtEnd.add(values.unackedAtEnd)
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
                 fleetResults[fleet].churnSkipped += values.churnSkipped
+                fleetResults[fleet].offline.add(values.offline)
                 fleetResults[fleet].requestsAnswered += values.requestsAnswered
                 fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
                 fleetResults[fleet].responsesReceived += values.responsesReceived
@@ -985,6 +986,8 @@ public struct EngineFleetResult: Sendable {
     }
     /// Churn disconnects that found no connected client of the fleet on their lane.
     public var churnSkipped: UInt64 = 0
+    /// Offline store-and-forward: buffered, flushed and overflowed messages (`OfflineBuffer`).
+    public var offline = OfflineCounts()
     /// This fleet's TLS and WebSocket failures by reason text (see `EngineResult.transportErrors`).
     public var transportErrors: [String: UInt64] = [:]
 
