@@ -23,6 +23,12 @@ struct VehicleTelemetryEngineTests {
         return try VehicleModel(network: network, configuration: VehicleConfiguration(), seed: seed)
     }
 
+    /// A town without tunnels: no vehicle loses its link, so every message is sent.
+    static func townModel(seed: UInt64) throws -> VehicleModel {
+        let network = try RoadNetwork.generated(GeneratedRoads(centerLatitude: 48.137, centerLongitude: 11.575, radius: 2_000))
+        return try VehicleModel(network: network, configuration: VehicleConfiguration(), seed: seed)
+    }
+
     /// One received message's fields, in the template's order.
     struct Message: Equatable, CustomStringConvertible {
         var client: String
@@ -36,32 +42,34 @@ struct VehicleTelemetryEngineTests {
         var soc: Double
         var ignition: Bool
         var charging: Bool
+        var inTunnel: Bool
         /// The vehicle part as printed (what must repeat exactly under the same seed).
         var vehicleText: String
         var description: String { "\(client)#\(sequence) \(vehicleText)" }
     }
 
     /// The marker `V|` starts the text after the binary end-to-end header.
-    static let template = "V|{client_id}|{seq}|{ts_ms}|{vehicle.lat}|{vehicle.lon}|{vehicle.heading}|{vehicle.speed_kmh}|{vehicle.odometer_km}|{vehicle.soc}|{vehicle.ignition}|{vehicle.charging}"
+    static let template = "V|{client_id}|{seq}|{ts_ms}|{vehicle.lat}|{vehicle.lon}|{vehicle.heading}|{vehicle.speed_kmh}|{vehicle.odometer_km}|{vehicle.soc}|{vehicle.ignition}|{vehicle.charging}|{vehicle.in_tunnel}"
 
     static func parse(_ payload: [UInt8]) -> Message? {
         guard payload.count > EndToEndHeader.binarySize else { return nil }
         let text = String(decoding: payload[EndToEndHeader.binarySize...], as: UTF8.self)
         guard text.hasPrefix("V|") else { return nil }
         let fields = text.dropFirst(2).split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 11, let sequence = Int(fields[1]), let ts = UInt64(fields[2]),
+        guard fields.count == 12, let sequence = Int(fields[1]), let ts = UInt64(fields[2]),
               let latitude = Double(fields[3]), let longitude = Double(fields[4]), let heading = Double(fields[5]),
               let speed = Double(fields[6]), let odometer = Double(fields[7]), let soc = Double(fields[8]) else { return nil }
         return Message(client: fields[0], sequence: sequence, timestampMilliseconds: ts, latitude: latitude,
                        longitude: longitude, heading: heading, speedKmh: speed, odometerKm: odometer, soc: soc,
-                       ignition: fields[9] == "true", charging: fields[10] == "true",
+                       ignition: fields[9] == "true", charging: fields[10] == "true", inTunnel: fields[11] == "true",
                        vehicleText: fields[3...].joined(separator: "|"))
     }
 
     /// Runs `vehicles` vehicles publishing `perVehicle` messages each at `rate` a second (QoS 0) and returns what
     /// a subscriber received, parsed, with the engine's result. `segment` runs only that segment of the fleet.
-    static func run(broker: MosquittoBroker, seed: UInt64, vehicles: Int, perVehicle: Int, rate: Double,
+    static func run(broker: MosquittoBroker, model: VehicleModel, vehicles: Int, perVehicle: Int, rate: Double,
                     segment: (index: Int, count: Int)? = nil) throws -> ([Message], EngineResult) {
+        let seed = model.seed
         let subscriber = try BrokerConnection(port: broker.port, version: .v3_1_1)
         defer { subscriber.close() }
         let connack = try subscriber.exchange(.connect(MQTTConnect(version: .v3_1_1, clientID: "collector-\(seed)-\(segment?.index ?? -1)")))
@@ -90,7 +98,7 @@ struct VehicleTelemetryEngineTests {
             session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30),
             streams: [EngineStream(topic: { _, id in "veh/\(id)" }, qos: .atMostOnce, plan: .rate(perSecond: rate),
                                    payload: .template(template), messageLimit: UInt64(perVehicle))])
-        fleet.vehicle = try munichModel(seed: seed)
+        fleet.vehicle = model
         var configuration = EngineConfiguration(
             fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2, seed: seed,
             readyTimeout: 5_000_000_000, drainTimeout: 2_000_000_000)
@@ -112,10 +120,10 @@ struct VehicleTelemetryEngineTests {
     func telemetryIsConsistent() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let (messages, result) = try Self.run(broker: broker, seed: 7, vehicles: 50, perVehicle: 200, rate: 50)
+        let model = try Self.townModel(seed: 7)
+        let (messages, result) = try Self.run(broker: broker, model: model, vehicles: 50, perVehicle: 200, rate: 50)
         #expect(result.fleets["cars"]?.counters.published.qos0 == 10_000)
         try #require(messages.count == 10_000, "received \(messages.count)")
-        let model = try Self.munichModel(seed: 7)
         // Fastest allowed: the highest limit on the route (the driver's share is at most 1) and the top speed.
         let fastest = min(model.network.segments.map { Double($0.speedLimit) }.max() ?? 0, model.configuration.topSpeedKmh / 3.6)
         let socPerKm = model.configuration.consumptionKWhPerKm / model.configuration.batteryCapacityKWh
@@ -165,19 +173,40 @@ struct VehicleTelemetryEngineTests {
         func keyed(_ messages: [Message]) -> [String: String] {
             Dictionary(messages.map { ("\($0.client)#\($0.sequence)", $0.vehicleText) }, uniquingKeysWith: { first, _ in first })
         }
-        let first = keyed(try Self.run(broker: broker, seed: 11, vehicles: 6, perVehicle: 40, rate: 20).0)
-        let second = keyed(try Self.run(broker: broker, seed: 11, vehicles: 6, perVehicle: 40, rate: 20).0)
+        let model = try Self.townModel(seed: 11)
+        let first = keyed(try Self.run(broker: broker, model: model, vehicles: 6, perVehicle: 40, rate: 20).0)
+        let second = keyed(try Self.run(broker: broker, model: model, vehicles: 6, perVehicle: 40, rate: 20).0)
         try #require(first.count == 240)
         #expect(first == second)
         var union: [String: String] = [:]
         for index in 0..<2 {
-            let part = keyed(try Self.run(broker: broker, seed: 11, vehicles: 6, perVehicle: 40, rate: 20, segment: (index, 2)).0)
+            let part = keyed(try Self.run(broker: broker, model: model, vehicles: 6, perVehicle: 40, rate: 20, segment: (index, 2)).0)
             #expect(part.count == 120)
             union.merge(part) { old, _ in old }
         }
         #expect(union == first)
-        let other = keyed(try Self.run(broker: broker, seed: 12, vehicles: 6, perVehicle: 40, rate: 20).0)
+        let other = keyed(try Self.run(broker: broker, model: try Self.townModel(seed: 12), vehicles: 6, perVehicle: 40, rate: 20).0)
         #expect(other != first)
+    }
+
+    @Test("on the Munich route, a vehicle in the Richard-Strauss tunnel loses its link: no message leaves from inside")
+    func tunnelCutsTheLink() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        // No reconnect and no offline buffer: a vehicle that reaches the tunnel stays offline, so the vehicles
+        // that stopped early are exactly those cut.
+        let (messages, result) = try Self.run(broker: broker, model: try Self.munichModel(seed: 3), vehicles: 60,
+                                             perVehicle: 40, rate: 20)
+        let cars = try #require(result.fleets["cars"])
+        let cut = cars.counters.disconnects[.tunnel] ?? 0
+        // 1.1 km of 15.2 km is tunnel: some of 60 vehicles start in or reach it.
+        #expect(cut > 0)
+        #expect(messages.allSatisfy { !$0.inTunnel })
+        var perClient: [String: Int] = [:]
+        for message in messages { perClient[message.client, default: 0] += 1 }
+        let complete = perClient.values.filter { $0 == 40 }.count
+        #expect(UInt64(60 - complete) == cut, "\(perClient)")
+        #expect(cars.counters.published.qos0 == UInt64(messages.count))
     }
 
     /// Great-circle distance in metres (haversine, the model's own sphere).
