@@ -1,5 +1,6 @@
 import FleetEngine
 import FleetScenario
+import FleetTransport
 import MQTTSession
 
 /// The fleet keys of vehicle fleets (issue 15): `vehicle`, `identities` and a publish stream's `offline`.
@@ -43,5 +44,26 @@ extension ScenarioMapping {
             resubscribesWhenSessionLost: settings.resubscribesWhenSessionLost,
             keepsPublishesForRetransmission: settings.keepsPublishesForRetransmission,
             timeouts: settings.timeouts, onAckTimeout: settings.onAckTimeout)
+    }
+}
+
+extension ScenarioMapping {
+    /// `tls.mint`: one EC P-256 certificate per client, its common name the client id, signed by the test CA.
+    /// Minted per TLS broker of the fleet (one broker is the usual case: 10,000 take about a second).
+    static func mintedIdentities(_ fleet: Fleet, _ mint: CertificateMinting) throws -> [TLSClientIdentity] {
+        let minter: TLSCertificateMinter
+        do {
+            minter = try TLSCertificateMinter(caCertificateFile: mint.caCertificate, caKeyFile: mint.caKey)
+        } catch {
+            throw UnsupportedFeature(description: "fleet \(fleet.name): tls.mint: \(error)")
+        }
+        let names = (0..<fleet.count).map { index in
+            fleet.identities?.records[index].clientID ?? fleet.clientID.render(index: index, fleet: fleet.name)
+        }
+        do {
+            return try minter.mint(commonNames: names)
+        } catch {
+            throw UnsupportedFeature(description: "fleet \(fleet.name): tls.mint: \(error)")
+        }
     }
 }
