@@ -122,22 +122,35 @@ extension ScenarioDecoder {
         }
         guard let route = object.required("route", "where the vehicles drive: {\"geojson\": FILE} or {\"generated\": {...}}", { value, routePath in
             decodeRoute(value, routePath)
-        }) else { return nil }
+        }) else {
+            // Without roads the settings' own problems are still reported, all at once.
+            report(configuration.problems, object: object, path)
+            return nil
+        }
         var setting = VehicleSetting(route: route.0, configuration: configuration, network: route.1)
         // The settings' own problems, and the reserve the roads need, at the key they belong to.
         do {
             _ = try VehicleModel(network: route.1, configuration: configuration, seed: 0)
         } catch {
-            for problem in error.problems {
-                var keyPath = path
-                for part in problem.key.split(separator: ".") { keyPath = keyPath.appending(String(part)) }
-                let located = object.has(String(problem.key.split(separator: ".")[0])) ? keyPath : path
-                context.error(located, problem.message)
-            }
+            report(error.problems, object: object, path)
             setting.network = nil
             return nil
         }
         return setting
+    }
+
+    /// Each problem at its key when the scenario gives it (`battery.reserve_soc`), else at the `vehicle` object.
+    func report(_ problems: [VehicleConfiguration.Problem], object: ObjectReader, _ path: JSONPath) {
+        for problem in problems {
+            let parts = problem.key.split(separator: ".").map(String.init)
+            var keyPath = path
+            for part in parts { keyPath = keyPath.appending(part) }
+            var given = object.value(parts[0])
+            for part in parts.dropFirst() {
+                if case .object(let members)? = given { given = members.first { $0.key == part }?.value } else { given = nil }
+            }
+            context.error(given != nil ? keyPath : path, problem.message)
+        }
     }
 
     func decodeRoute(_ value: JSONValue, _ path: JSONPath) -> (VehicleSetting.Route, RoadNetwork)? {
@@ -227,11 +240,13 @@ extension ScenarioDecoder {
     /// Every `{vehicle.*}` generator of the fleet needs a `vehicle` key, and belongs in publish payloads only
     /// (a will, a reply or a heartbeat is not rendered at a moment of the drive).
     func checkVehicleGenerators(_ fleet: Fleet, _ path: JSONPath, object: ObjectReader) {
+        // A `vehicle` key that failed to decode was reported already.
+        let hasVehicle = fleet.vehicle != nil || object.has("vehicle")
         func usesVehicle(_ payload: Payload) -> Bool {
             guard case .template(let template) = payload else { return false }
             return template.segments.contains { if case .generator(.vehicle, _) = $0 { return true } else { return false } }
         }
-        if fleet.vehicle == nil {
+        if !hasVehicle {
             for (index, stream) in fleet.publishes.enumerated() where usesVehicle(stream.payload) {
                 context.error(path.appending("publish").appending(index: index).appending("payload"),
                               "{vehicle.*} needs a \"vehicle\" key on the fleet (where its vehicles drive)")
