@@ -88,7 +88,7 @@ let package = Package(
             name: "IdentityBenchmark", dependencies: ["FleetTransport", "FleetScenario", "FleetBroker"],
             path: "Benchmarks/IdentityBenchmark"),
         .executableTarget(
-            name: "PayloadBenchmark", dependencies: ["FleetEngine", "CAllocCounter"],
+            name: "PayloadBenchmark", dependencies: ["FleetEngine", "FleetVehicle", "CAllocCounter"],
             path: "Benchmarks/PayloadBenchmark"),
         .executableTarget(
             name: "EngineBenchmark",
