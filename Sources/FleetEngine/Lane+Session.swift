@@ -187,6 +187,11 @@ extension Lane {
             if let pending = clients[client].streams[stream].pending {
                 guard send(client, stream: stream, pending) else { continue }
                 clients[client].streams[stream].pending = nil
+                if !clients[client].offline.isEmpty, var schedule = clients[client].streams[stream].schedule {
+                    // A buffered message the window refused went out now.
+                    sentFromBacklog(client, stream: stream, schedule: &schedule)
+                    clients[client].streams[stream].schedule = schedule
+                }
             }
             guard var schedule = clients[client].streams[stream].schedule else { continue }
             clients[client].streams[stream].schedule = nil

@@ -96,7 +96,7 @@ struct RunReportAfterRealRunTests {
             #expect(generator["send_path"] as? String == "send")
             #expect((generator["io_uring_unavailable"] as? String)?.hasPrefix("io_uring_setup failed: ") == true)
         }
-        #expect(generator["saturated"] as? Bool == false)
+        #expect(generator["saturated"] as? Bool == false, "\(generator["saturation_reasons"] ?? "")")
 
         // The timeline's per-second counts add up to the totals.
         let timeline = try #require(report["timeline"] as? [[String: Any]])
