@@ -64,12 +64,15 @@ extension Lane {
         }
     }
 
-    /// Publishing stopped with `due` slots of `stream` unsent: for a stream with an offline buffer, what came
-    /// due since the last reconnect is buffered, what does not fit overflowed, and only what the buffer holds
+    /// Publishing stopped with `due` slots of `stream` unsent: for a stream with an offline buffer whose client
+    /// is offline, what came due since the last reconnect is buffered, what does not fit overflowed, and only what the buffer holds
     /// (plus a flush cut short) is unsent at the end. Returns the unsent count.
     func offlineUnsentAtEnd(_ client: Int, stream: Int, due: UInt64) -> UInt64 {
         let fleet = clients[client].fleet
-        guard let buffer = fleets[fleet].configuration.streams[stream].offline else { return due }
+        // A connected client's unsent slots were held back by its window or socket, not by being offline (a
+        // flush still under way was counted as buffered at the reconnect).
+        guard let buffer = fleets[fleet].configuration.streams[stream].offline,
+              clients[client].phase != .connected else { return due }
         let backlog = clients[client].offline.isEmpty ? OfflineBacklog() : clients[client].offline[stream]
         let counted = backlog.toFlush &+ backlog.skipAfter
         let new = due > counted ? due - counted : 0
