@@ -92,7 +92,7 @@ let package = Package(
             path: "Benchmarks/PayloadBenchmark"),
         .executableTarget(
             name: "EngineBenchmark",
-            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
+            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter", "FleetVehicle"],
             path: "Benchmarks/EngineBenchmark"),
         // Runs the fleetbench binary and samples its RSS and descriptors from outside (no library dependencies).
         .executableTarget(name: "SoakBenchmark", path: "Benchmarks/SoakBenchmark"),
