@@ -142,3 +142,49 @@ extension CommandParsingTests {
         #expect(throws: UsageError.self) { try RunCommand.parse(["s.json", option[0] + "=" + option[1]]) }
     }
 }
+
+/// `RunEnvironment`: what a run starts around the engine is stopped by `close()`, whatever path the run took.
+@Suite("run environment")
+struct RunEnvironmentTests {
+    /// Whether something accepts TCP connections on 127.0.0.1:port.
+    static func accepts(port: UInt16) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    @Test("close() stops the embedded mosquitto and the metrics server it started")
+    func closeStopsWhatOpened() throws {
+        let work = RunEndToEndTests.temporaryDirectory("environment")
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let scenario = work + "/idle.json"
+        try #"{"duration": "1s", "fleets": [{"name": "idle", "count": 1, "client_id": "idle"}]}"#
+            .write(toFile: scenario, atomically: true, encoding: .utf8)
+        let command = try #require(try RunCommand.parse([scenario, "--out", work + "/out", "--quiet"]))
+        var plan = try command.makePlan()
+        let environment = RunEnvironment()
+        try environment.openBrokers(&plan, embeddedBroker: "mosquitto", control: RunControl(), console: Console(),
+                                    quiet: true)
+        let broker = try #require(environment.embedded)
+        #expect(environment.brokerURLs == [broker.url])
+        let metricsPort = try LoopbackPort.free()
+        try environment.openMetrics(at: try #require(RunCommand.metricsAddress("\(metricsPort)")), live: LiveStatusBox(),
+                                    scenarioName: "idle", console: Console(), quiet: true)
+        #expect(Self.accepts(port: broker.port))
+        #expect(Self.accepts(port: metricsPort))
+        environment.close()
+        #expect(environment.embedded == nil && environment.metricsServer == nil)
+        #expect(!Self.accepts(port: broker.port))
+        #expect(!Self.accepts(port: metricsPort))
+    }
+}
