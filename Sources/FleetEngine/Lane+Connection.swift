@@ -306,7 +306,7 @@ extension Lane {
     func suspendAckBatching(_ client: Int) {
         let retry = configuration.ackBatchingRetry
         let previous = clients[client].lowWatermarkBackoff
-        let backoff = previous == 0 ? retry.first : min(retry.limit, previous <= retry.limit / 2 ? previous * 2 : retry.limit)
+        let backoff = previous == 0 ? retry.first : previous <= retry.limit / 2 ? previous * 2 : retry.limit
         clients[client].lowWatermarkBackoff = backoff
         clients[client].lowWatermarkRearmIn = backoff
         clients[client].lowWatermarkProbation = 0
