@@ -289,7 +289,7 @@ public struct EngineConfiguration: Sendable {
 /// now and then too, and a connection that then stayed unbatched for the rest of the run paid a wakeup and a
 /// recv per ack to the end. So the batching is re-armed after `first` window refills (in the fallback every ack
 /// refills its slot: about one per ack), doubled at every fallback up to `limit`. A re-armed connection is on
-/// probation: one stalled round falls back again; `probationRounds` rounds in a row without a stall end the
+/// probation: one round with acks found waiting below the mark at a probe falls back again; `probationRounds` rounds in a row without a stall end the
 /// probation and the next fallback waits `first` again. Counted in refills, not time, so a retry costs the
 /// same share of a connection's acks whatever the rate. Against a broker that really holds acks back (Nagle's
 /// algorithm on), each retry costs one stalled round (5-10 ms of probes) per `limit` refills at most.

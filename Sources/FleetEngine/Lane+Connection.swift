@@ -277,18 +277,21 @@ extension Lane {
     /// The probe of a raised mark: bytes wait below it and nothing arrived since the last probe. A broker with
     /// Nagle's algorithm on sends its first small ack and holds the next ones until that one is acknowledged,
     /// which a socket nobody reads does only at its delayed-ACK timer: read what is there (which acknowledges
-    /// it at once). After `lowWatermarkStallLimit` refill rounds in a row with such a stall (one while on
-    /// probation after a re-arm) the connection falls back: the mark stays 1 until its back-off has passed
+    /// it at once). After `lowWatermarkStallLimit` refill rounds in a row with such a stall (while on probation
+    /// after a re-arm: the first probe that finds bytes below the mark) the connection falls back: the mark stays 1 until its back-off has passed
     /// (`suspendAckBatching`). A busy broker on a loaded machine can stall it too: that costs only the batching,
     /// and only until the re-arm.
     func probeLowWatermark(_ client: Int) {
         guard let socket = clients[client].socket, clients[client].receiveLowWatermark > 1 else { return }
         let queued = (try? socket.queuedBytes()) ?? -1
-        if queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 {
+        // On probation any bytes found waiting below the mark fail the round: a broker with Nagle's algorithm on
+        // can trickle its acks in (each released by our acknowledgement of the last), slowly enough to keep the
+        // window waiting but never unchanged at two probes in a row, and such rounds passed the probation.
+        let probation = clients[client].lowWatermarkProbation > 0 && queued > 0
+        if queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 || probation {
             if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls &+= 1 }
             clients[client].stalledThisRound = true
-            if clients[client].lowWatermarkStalls >= Self.lowWatermarkStallLimit || queued < 0
-                || clients[client].lowWatermarkProbation > 0 {
+            if clients[client].lowWatermarkStalls >= Self.lowWatermarkStallLimit || queued < 0 || probation {
                 suspendAckBatching(client)
             }
             // Below the mark: the read must not wait for it (the read sets the next mark).

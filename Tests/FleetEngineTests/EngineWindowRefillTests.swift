@@ -348,7 +348,7 @@ struct EngineAckBatchingRetryTests {
 
     /// Acks released one at a time, each alone below a raised mark: rounds 1-3 stall (acks 1, 3, 5) and the
     /// third falls back with a back-off of 2 refills (acks 5, 6: re-armed at 6); a re-armed connection falls
-    /// back at its first stall (ack 7), and the back-off doubles: 4 refills (re-armed at ack 10), then 8 (ack
+    /// back at the first probe that finds an ack waiting below the mark (ack 7), and the back-off doubles: 4 refills (re-armed at ack 10), then 8 (ack
     /// 18), then 8 again, the limit (acks 26, 34). In the fallback every ack refills its slot; batched, every
     /// second one refills two.
     @Test("a broker that always leaves acks below the mark: fallbacks at acks 5, 7, 11, 19, 27, 35; re-arms at 6, 10, 18, 26, 34")
@@ -419,7 +419,7 @@ struct EngineAckBatchingRetryTests {
             (7...8, 12, 1, 1, 8), (9...10, 14, 1, 1, 8),                     // probation passed
             (11...11, 14, 1, 1, 1), (12...12, 16, 1, 1, 8), (13...13, 16, 1, 1, 1), (14...14, 18, 1, 1, 8),
             (15...15, 19, 2, 1, 1), (16...16, 20, 2, 2, 8),                  // back-off 2 again
-            (17...17, 21, 3, 2, 1),                                          // probation: first stall falls back
+            (17...17, 21, 3, 2, 1),                                          // probation: an ack below the mark falls back
         ]
         for step in steps {
             let published = run.publishedIDs
