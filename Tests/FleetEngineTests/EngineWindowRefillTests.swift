@@ -122,16 +122,15 @@ final class WindowRefillHarness: @unchecked Sendable {
     /// Messages the lane counted as acknowledged so far (read between turns).
     var ackedSoFar: Int {
         let lane = engine.lanes[0]
-        return lane.queue.sync { Int(lane.metrics.counters.acked[QoSLevel(rawValue: Int(qos.rawValue))!]) }
+        return lane.queue.sync { Int(lane.metrics.counters.acked[qos]) }
     }
 
     /// What the lane counted so far, read between turns in one go: the turn that reads an ack also sends what
     /// it refills and sets the next mark, so once `acked` shows an ack the rest shows its effect.
     var laneState: (acked: Int, published: Int, fallbacks: UInt64, rearms: UInt64, mark: Int32) {
         let lane = engine.lanes[0]
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
         return lane.queue.sync {
-            (Int(lane.metrics.counters.acked[level]), Int(lane.metrics.counters.published[level]),
+            (Int(lane.metrics.counters.acked[qos]), Int(lane.metrics.counters.published[qos]),
              lane.metrics.lowWatermarkFallbacks, lane.metrics.lowWatermarkRearms, lane.clients[0].receiveLowWatermark)
         }
     }
@@ -207,7 +206,7 @@ struct EngineWindowRefillTests {
         }
         let result = try #require(run.finish())
         #expect(result.lowWatermarkFallbacks == (subscribes ? 0 : 1))
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        let level = qos
         #expect(run.publishedIDs.count == 12)
         #expect(Set(run.publishedIDs).count == 12)
         #expect(result.counters.published[level] == 12)
@@ -245,7 +244,7 @@ struct EngineWindowRefillTests {
         }
         let result = try #require(run.finish())
         #expect(result.lowWatermarkFallbacks == 0)
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        let level = qos
         #expect(result.counters.published[level] == 12)
         #expect(result.counters.acked[level] == 12)
         #expect(result.counters.ackTimeouts == AckTimeoutCounts())
