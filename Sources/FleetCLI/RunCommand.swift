@@ -429,6 +429,8 @@ struct RunCommand {
         var metricsServer: MiniHTTPServer?
         if let metricsAddress {
             let name = scenario.name
+            let runLabel = String(format: "%016llx", engine.runID)
+            let segmentLabel = segment.map { "\($0.index)/\($0.count)" } ?? "0/1"
             do {
                 metricsServer = try MiniHTTPServer(address: metricsAddress) { method, path in
                     guard method == "GET" else { return .init(status: 405, body: "only GET\n") }
@@ -436,7 +438,8 @@ struct RunCommand {
                         return .init(status: 404, body: "metrics are at /metrics\n")
                     }
                     return .init(contentType: "text/plain; version=0.0.4; charset=utf-8",
-                                 body: PrometheusText.render(live.current, scenario: name))
+                                 body: PrometheusText.render(live.current, scenario: name, runID: runLabel,
+                                                             segment: segmentLabel))
                 }
                 if !quiet { console.print("metrics: http://\(metricsServer!.address)/metrics") }
                 if !metricsAddress.isLoopback {
