@@ -231,6 +231,60 @@ struct DeployFilesTests {
         #expect(refused.error == "launch.sh: --segments needs a whole number from 1, got '0'\n")
     }
 
+    /// A stand-in for kubectl: records each call, keeps what `apply -f -` is given, answers `get job` with the
+    /// condition in FAKE_<JOB> and `get pods` with the merge pod's exit code.
+    static let fakeKubectl = """
+        #!/bin/sh
+        echo "$*" >> "$FAKE_DIR/calls"
+        case "$*" in
+            *"apply -f -"*) n=$(ls "$FAKE_DIR" | grep -c '^apply-'); cat > "$FAKE_DIR/apply-$n.yaml" ;;
+            *"get job fleetbench-run "*) echo "$FAKE_RUN " ;;
+            *"get job fleetbench-merge "*) echo "$FAKE_MERGE " ;;
+            *"get pods"*) echo "$FAKE_EXIT" ;;
+            *"logs job/fleetbench-merge"*) echo "the merge's summary" ;;
+        esac
+        """
+
+    @Test("launch.sh applies the run, waits for the Job, then applies the merge Job and exits with merge's code")
+    func launchAgainstAStandInKubectl() throws {
+        let directory = RunEndToEndTests.temporaryDirectory("fake-kubectl")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.fakeKubectl.write(toFile: directory + "/kubectl", atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory + "/kubectl")
+        let path = directory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+
+        for (merge, exitCode, expected) in [("Complete", "0", Int32(0)), ("Failed", "99", Int32(99))] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name != "kubectl" {
+                try FileManager.default.removeItem(atPath: directory + "/" + name)
+            }
+            let outcome = try Self.execute(Self.kubernetes + "/launch.sh", ["--segments", "5", "--namespace", "load", "--run-id", "beef"],
+                                           environment: ["PATH": path, "FAKE_DIR": directory, "FAKE_RUN": "Complete",
+                                                         "FAKE_MERGE": merge, "FAKE_EXIT": exitCode])
+            #expect(outcome.status == expected, "\(outcome.output) \(outcome.error)")
+            #expect(outcome.output.contains("launch.sh: run beef, 5 segments, starting at "))
+            #expect(outcome.output.contains("the merge's summary\n"))
+            let calls = try String(contentsOfFile: directory + "/calls", encoding: .utf8).split(separator: "\n").map(String.init)
+            let jsonpath = "-o jsonpath={range .status.conditions[?(@.status==\"True\")]}{.type} {end}"
+            #expect(calls == [
+                "--namespace load delete job fleetbench-run fleetbench-merge --ignore-not-found --wait=true",
+                "--namespace load apply -f -",
+                "--namespace load get job fleetbench-run \(jsonpath)",
+                "--namespace load apply -f -",
+                "--namespace load get job fleetbench-merge \(jsonpath)",
+                "--namespace load logs job/fleetbench-merge",
+            ] + (expected == 0 ? [] : ["--namespace load get pods -l job-name=fleetbench-merge -o jsonpath={.items[0].status.containerStatuses[0].state.terminated.exitCode}"]))
+            // First everything but the merge Job, then the merge Job alone.
+            let first = try Self.yamlFile(directory + "/apply-0.yaml")
+            #expect(first.map { "\($0["kind"] ?? "")/\(($0["metadata"] as? [String: Any])?["name"] ?? "")" }
+                    == ["ConfigMap/fleetbench-scenario", "ConfigMap/fleetbench-run", "PersistentVolumeClaim/fleetbench-results", "Job/fleetbench-run"])
+            #expect((try Self.document(first, kind: "Job", name: "fleetbench-run")["spec"] as? [String: Any])?["completions"] as? Int == 5)
+            let second = try Self.yamlFile(directory + "/apply-1.yaml")
+            #expect(second.count == 1)
+            #expect((second.first?["metadata"] as? [String: Any])?["name"] as? String == "fleetbench-merge")
+        }
+    }
+
     @Test("entrypoint.sh's command lines as 3 local processes, then its merge, give exactly the single run's counts")
     func entrypointSegmentsMergeToTheSingleRun() throws {
         let broker = try MosquittoBroker()
