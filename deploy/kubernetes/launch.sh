@@ -72,9 +72,11 @@ for value in "$broker" "$extra_args" "$image"; do
 done
 [ -z "$scenario" ] || [ -r "$scenario" ] || fail "cannot read the scenario file '$scenario'"
 
-now=$(date -u +%s)
-start=$((now + lead))
-start_at=$(date -u -d "@$start" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$start" +%Y-%m-%dT%H:%M:%SZ)
+# The common start, lead seconds from now (GNU date, else BSD date).
+set_start() {
+    start=$(($(date -u +%s) + lead))
+    start_at=$(date -u -d "@$start" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$start" +%Y-%m-%dT%H:%M:%SZ)
+}
 
 # A manifest with every image set to --image; `job FILE segments` also sets parallelism and completions to N.
 job() {
@@ -118,6 +120,7 @@ EOF
 }
 
 if $print_only; then
+    set_start
     render
     echo "---"
     job "$here/merge-job.yaml"
@@ -129,6 +132,8 @@ kube() { if [ -n "$namespace" ]; then kubectl --namespace "$namespace" "$@"; els
 
 # A Job's pod template cannot be changed: the previous run's Jobs go first (their results stay on the volume).
 kube delete job fleetbench-run fleetbench-merge --ignore-not-found --wait=true >/dev/null
+# After the deletion, which may wait for pods to end: the lead is all the new pods' own.
+set_start
 render | kube apply -f -
 echo "launch.sh: run $run_id, $segments segments, starting at $start_at (results: /results/$run_id on fleetbench-results)"
 
