@@ -130,8 +130,11 @@ final class RunEnvironment {
 
     /// Serves live Prometheus metrics at http://address/metrics. A port that cannot be had is a runtime failure
     /// (exit 1): the command line was well formed, the machine refused.
-    func openMetrics(at address: SocketAddress, live: LiveStatusBox, scenarioName: String, console: Console,
-                     quiet: Bool) throws(RunFailure) {
+    func openMetrics(at address: SocketAddress, live: LiveStatusBox, scenarioName: String, runID: UInt64,
+                     segment: (index: Int, count: Int)?, console: Console, quiet: Bool) throws(RunFailure) {
+        // Every sample carries the run and the segment, so one dashboard shows a run and its segments across pods.
+        let runLabel = String(format: "%016llx", runID)
+        let segmentLabel = segment.map { "\($0.index)/\($0.count)" } ?? "0/1"
         let server: MiniHTTPServer
         do {
             server = try MiniHTTPServer(address: address) { method, path in
@@ -140,7 +143,8 @@ final class RunEnvironment {
                     return .init(status: 404, body: "metrics are at /metrics\n")
                 }
                 return .init(contentType: "text/plain; version=0.0.4; charset=utf-8",
-                             body: PrometheusText.render(live.current, scenario: scenarioName))
+                             body: PrometheusText.render(live.current, scenario: scenarioName, runID: runLabel,
+                                                         segment: segmentLabel))
             }
         } catch {
             throw .runtime("fleetbench: cannot listen for metrics on \(address): \(error)")
@@ -303,8 +307,8 @@ extension RunCommand {
             $0.targetClients = plan.clients
         }
         if let metricsAddress {
-            try environment.openMetrics(at: metricsAddress, live: live, scenarioName: scenario.name, console: console,
-                                        quiet: quiet)
+            try environment.openMetrics(at: metricsAddress, live: live, scenarioName: scenario.name,
+                                        runID: engine.runID, segment: segment, console: console, quiet: quiet)
         }
         let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
                                        targetClients: plan.clients)
