@@ -38,6 +38,11 @@ struct RunCommand {
           --segment-grace D       with N > 1 segments: publishing starts D after the planned connects
                                   (ramps, connect rates) in every segment, so all segments' subscribers
                                   are subscribed first (default 5s)
+          --workers N|auto        run as N worker processes of fleetbench on this machine (segments 0/N to
+                                  N-1/N of one run, one common start, one progress line, one Ctrl-C),
+                                  merged into the results folder at the end (their own folders are kept
+                                  in its workers/); auto: enough that each holds at most 15,000 clients,
+                                  at least one per core. The embedded broker is started once for all
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
@@ -107,11 +112,21 @@ struct RunCommand {
     var startAt: Date?
     /// --segment-grace, ns.
     var segmentGrace: UInt64 = 5_000_000_000
+    /// --workers: run as worker processes (`WorkerPool`).
+    var workers: WorkerCount?
+    /// --worker-progress FILE (a worker of `--workers`): its running totals each second, for the parent's line.
+    var workerProgress: String?
+    /// --brokers-unbridged (given to workers by `--workers`): the brokers are separate embedded mosquitto
+    /// processes, so a subscription needing messages published through another one is refused.
+    var brokersUnbridged = false
+    /// The arguments as given (`--workers` hands them on to its workers).
+    var arguments: [String] = []
     /// How far in the past --start-at may be (the segments' processes start at slightly different moments).
     static let startAtPastLimit: TimeInterval = 5
 
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
         var command = RunCommand()
+        command.arguments = arguments
         var index = 0
         func value(_ option: String) throws(UsageError) -> String {
             index += 1
@@ -211,6 +226,14 @@ struct RunCommand {
             case "--quiet": command.quiet = true
             case "--all": command.allRows = true
             case "--summary-json": command.summaryJSON = try value(argument)
+            case "--workers":
+                let text = try value(argument)
+                guard let workers = WorkerCount.parse(text) else {
+                    throw UsageError("--workers needs auto or a whole number from 1 to \(WorkerPool.maximumExplicitWorkers), got '\(text)'")
+                }
+                command.workers = workers
+            case "--worker-progress": command.workerProgress = try value(argument)
+            case "--brokers-unbridged": command.brokersUnbridged = true
             default:
                 if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "run", help: help) }
                 positional.append(argument)
@@ -221,6 +244,10 @@ struct RunCommand {
             throw UsageError(positional.isEmpty ? "run needs a scenario file" : "run takes one scenario file, got \(positional.count)")
         }
         command.scenarioPath = positional[0]
+        if command.workers != nil {
+            if command.segment != nil { throw UsageError("--workers and --segment exclude each other: --workers runs every segment itself") }
+            if command.metricsAddress != nil { throw UsageError("--workers has no --metrics-listen yet: each worker's figures are in its folder") }
+        }
         if let segment = command.segment, segment.count > 1 {
             guard command.runID != nil else {
                 throw UsageError("--segment \(segment.index)/\(segment.count) needs --run-id: every segment of a run must carry the same run id")
@@ -270,6 +297,10 @@ struct RunCommand {
                 return .invalidScenario
             }
         }
+        if let workers {
+            return WorkerPool(command: self, scenario: scenario, requested: workers, baseline: baselineReport)
+                .run(console: console)
+        }
         // One socket per client: this process (and an embedded mosquitto) can hold only so many.
         // A segment holds its share: the global indices i with i mod N = K.
         let allClients = scenario.fleets.reduce(0) { $0 + $1.count }
@@ -278,7 +309,7 @@ struct RunCommand {
         let reserve: UInt64 = 64
         if fileLimit > reserve, UInt64(clients) > fileLimit - reserve {
             console.error("fleetbench: \(clients) clients need \(clients) sockets, but one process may open \(fileLimit) "
-                + "files here (ulimit -n): run fewer clients per process (--scale), or split the run into segments (--segment K/N, then fleetbench merge)")
+                + "files here (ulimit -n): run fewer clients per process (--scale), or split the run into worker processes (--workers auto)")
             return .runtimeFailure
         }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
@@ -340,6 +371,14 @@ struct RunCommand {
         var embedded: MosquittoBroker?
         var embeddedCertificates: ThrowawayCertificates?
         defer { embeddedCertificates?.remove() }
+        // A fleet too large for one mosquitto gets more (plain MQTT only, sharing nothing: see below).
+        var moreEmbedded: [MosquittoBroker] = []
+        defer { for broker in moreEmbedded { broker.stop() } }
+        let embeddedCount = scenario.usesEmbeddedBroker ? EmbeddedBrokers.count(clients: clients) : 0
+        if let refusal = EmbeddedBrokers.refusal(scenario, count: embeddedCount) {
+            console.error("fleetbench: \(refusal)")
+            return .usage
+        }
         if scenario.usesEmbeddedBroker {
             var configuration = MosquittoConfiguration()
             configuration.connectionMessages = false
@@ -358,6 +397,7 @@ struct RunCommand {
                         keyFile: certificates.serverKey, websockets: wanted.contains(.secureWebSocket))
                 }
                 embedded = try MosquittoBroker(configuration: configuration)
+                moreEmbedded = try EmbeddedBrokers.start(count: embeddedCount - 1, configuration: configuration)
             } catch {
                 console.error("fleetbench: cannot start the embedded broker: \(error)")
                 return .runtimeFailure
@@ -366,14 +406,20 @@ struct RunCommand {
         defer { embedded?.stop() }
         // A second Ctrl-C exits at once: the broker it started must not outlive it.
         if let embedded { control.onQuit { embedded.kill() } }
+        let more = moreEmbedded
+        control.onQuit { for broker in more { broker.kill() } }
         let runBrokers: [RunBroker]
         do {
             runBrokers = try Self.runBrokers(embedded: embedded, certificates: embeddedCertificates, scenario: scenario)
+                + moreEmbedded.map { broker in
+                    RunBroker(url: broker.url, transport: .tcp, host: broker.host,
+                              address: try SocketAddress(ipAddress: broker.host, port: broker.port))
+                }
         } catch {
             console.error("fleetbench: \(error)")
             return .runtimeFailure
         }
-        let brokerURLs = embedded.map { [$0.url] } ?? scenario.brokers.map(\.url)
+        let brokerURLs = embedded.map { [$0.url] + moreEmbedded.map(\.url) } ?? scenario.brokers.map(\.url)
         for broker in runBrokers where broker.transport.usesTLS && broker.insecureSkipVerify {
             console.error("fleetbench: warning: certificate verification skipped for \(broker.url) (insecure_skip_verify)")
         }
@@ -413,9 +459,13 @@ struct RunCommand {
             return .runtimeFailure
         }
         for crowded in engine.crowdedSourceAddresses() { console.error("fleetbench: warning: \(crowded)") }
+        if brokersUnbridged || !moreEmbedded.isEmpty, let cross = engine.subscriptionsAcrossBrokers() {
+            console.error(EmbeddedBrokers.crossBrokerRefusal(cross, brokers: runBrokers.count))
+            return .usage
+        }
         if !quiet {
             console.print("fleetbench \(FleetVersion.current): running \(scenario.name) for \(scenario.duration) "
-                + "against \(embedded.map { "an embedded mosquitto at \($0.url)" } ?? brokerURLs.joined(separator: ", "))")
+                + "against \(embedded.map { _ in "an embedded mosquitto at \(brokerURLs.joined(separator: ", "))" } ?? brokerURLs.joined(separator: ", "))")
         }
         let cpuBefore = Self.cpuSeconds()
         // The scenario's duration counts from the first connect, ramps included. The engine publishes only once
@@ -483,6 +533,7 @@ struct RunCommand {
                 status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
             }
             progress.show(live.current)
+            if let workerProgress { WorkerProgress(status: live.current).write(to: workerProgress) }
         }
         // CPU used while publishing, for the saturation check: connecting and draining cost differently.
         let publishingCPU = PublishingCPU()
