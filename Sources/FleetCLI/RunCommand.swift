@@ -37,7 +37,7 @@ struct RunCommand {
                                   then; refused when more than 5 s in the past
           --segment-grace D       with N > 1 segments: publishing starts D after the planned connects
                                   (ramps, connect rates) in every segment, so all segments' subscribers
-                                  are subscribed first (default 5s)
+                                  are subscribed first (default 5s; 2s with --workers)
           --workers N|auto        run as N worker processes of fleetbench on this machine (segments 0/N to
                                   N-1/N of one run, one common start, one progress line, one Ctrl-C),
                                   merged into the results folder at the end (their own folders are kept

@@ -155,6 +155,17 @@ struct WorkerPool {
         }
 
         var arguments = Self.workerArguments(command.arguments) + brokerArguments
+        if let generated = command.generatedScenario {
+            // A one-liner's scenario exists in memory only: the workers read it from the results folder.
+            let file = workersFolder + "/scenario.json"
+            do {
+                try ReportWriter.writeFile(generated, to: file)
+            } catch {
+                console.error("fleetbench: cannot write results to \(workersFolder): \(error); nothing was run")
+                return .runtimeFailure
+            }
+            if let position = arguments.firstIndex(of: command.scenarioPath) { arguments[position] = file }
+        }
         if scenario.seed == nil { arguments += ["--seed", String(seed)] }
         // One machine: the workers' subscribers are subscribed well within 2 s of their planned connects.
         if !command.arguments.contains("--segment-grace") { arguments += ["--segment-grace", "2s"] }
@@ -268,6 +279,7 @@ struct WorkerPool {
             return .runtimeFailure
         }
         report.brokerEmbedded = embedded
+        report.scenario.file = command.scenarioPath
         var written = true
         do {
             try ResultsFolder.write(report, to: directory)

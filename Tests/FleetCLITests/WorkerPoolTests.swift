@@ -162,6 +162,24 @@ struct WorkerPoolTests {
         }
     }
 
+    @Test("a one-liner with --workers 2: its in-memory scenario reaches the workers; every message counted once")
+    func oneLinerWorkers() throws {
+        let out = RunEndToEndTests.temporaryDirectory("workers-pub")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let outcome = try Self.run(["pub", "-c", "4", "-I", "100", "-t", "wpub/%i", "-q", "1", "--limit", "5",
+                                    "--with-subscriber", "--duration", "4s", "--workers", "2", "--out", out, "--quiet"])
+        #expect(outcome.status == 0, "\(outcome.output) \(outcome.error)")
+        let report = try RunEndToEndTests.report(in: out)
+        let figures = SegmentMergeTests.figures(report)
+        #expect(figures["messages.qos1.published"] == 20)
+        #expect(figures["delivery.qos1.expected"] == 20)
+        #expect(figures["delivery.qos1.received"] == 20)
+        #expect(figures["delivery.qos1.lost"] == 0)
+        #expect((report["scenario"] as? [String: Any])?["file"] as? String == "fleetbench pub")
+        #expect((report["segments"] as? [String: Any])?["count"] as? Int == 2)
+        #expect(FileManager.default.fileExists(atPath: out + "/workers/scenario.json"))
+    }
+
     @Test("a worker killed mid-run fails the run, naming the worker, its signal and its last output; the others stop")
     func killedWorker() throws {
         let work = RunEndToEndTests.temporaryDirectory("workers-killed")
