@@ -17,7 +17,8 @@ struct RunCommand {
         latency (from the intended send time), delivery and ack timeouts, checks the thresholds and writes the
         results folder (report.json, report.html, junit.xml; latency.hlog and timeline.csv second by second).
         With no broker in the scenario and no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and
-        stops it at the end.
+        stops it at the end (one per 15,000 clients; clients of different ones must not need each other's
+        messages).
 
         Options:
           --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
@@ -42,7 +43,8 @@ struct RunCommand {
                                   N-1/N of one run, one common start, one progress line, one Ctrl-C),
                                   merged into the results folder at the end (their own folders are kept
                                   in its workers/); auto: enough that each holds at most 15,000 clients,
-                                  at least one per core. The embedded broker is started once for all
+                                  at least one per core. The embedded broker is started once, for all
+                                  of them (plain mqtt, no restart stages)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
@@ -298,8 +300,8 @@ struct RunCommand {
             }
         }
         if let workers {
-            return WorkerPool(command: self, scenario: scenario, requested: workers, baseline: baselineReport)
-                .run(console: console)
+            return WorkerPool(command: self, scenario: scenario, requested: workers, baseline: baselineReport,
+                              summaryDescriptor: given.outputDescriptor).run(console: console)
         }
         // One socket per client: this process (and an embedded mosquitto) can hold only so many.
         // A segment holds its share: the global indices i with i mod N = K.

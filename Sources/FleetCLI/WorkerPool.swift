@@ -68,6 +68,8 @@ struct WorkerPool {
     let scenario: Scenario
     let requested: WorkerCount
     let baseline: RunReport?
+    /// Where `--summary-json -` writes (standard output; everything else printed then goes to standard error).
+    var summaryDescriptor: Int32 = 1
 
     /// A worker process while it runs.
     struct Worker {
@@ -237,9 +239,10 @@ struct WorkerPool {
                 var status: Int32 = 0
                 guard waitpid(workers[index].pid, &status, WNOHANG) == workers[index].pid else { continue }
                 workers[index].status = status
-                // A worker that stops on its own before the run was asked to stop, other than finished: the run
-                // cannot be whole, so the others are stopped too.
-                if status != 0 && failed == nil && !control.stopRequested {
+                // A worker that stops on its own before the run was asked to stop, other than finished, or that is
+                // killed by a signal at any time: the run cannot be whole, so the others are stopped too.
+                let killed = status & 0x7f != 0
+                if failed == nil && (killed || (status != 0 && !control.stopRequested)) {
                     failed = index
                     for other in workers where other.status == nil { kill(other.pid, SIGTERM) }
                 }
@@ -293,7 +296,7 @@ struct WorkerPool {
             let text = JSONWriter.string(from: RunSummaryJSON.value(report, directory: written ? directory : nil,
                                                                  exitCode: code.rawValue))
             if summaryJSON == "-" {
-                console.write(text, to: console.outputDescriptor)
+                console.write(text, to: summaryDescriptor)
             } else {
                 do {
                     try ReportWriter.writeFile(text, to: ResultsFolder.absolute(summaryJSON))

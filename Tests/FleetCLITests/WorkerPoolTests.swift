@@ -167,8 +167,14 @@ struct WorkerPoolTests {
         let out = RunEndToEndTests.temporaryDirectory("workers-pub")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let outcome = try Self.run(["pub", "-c", "4", "-I", "100", "-t", "wpub/%i", "-q", "1", "--limit", "5",
-                                    "--with-subscriber", "--duration", "4s", "--workers", "2", "--out", out, "--quiet"])
+                                    "--with-subscriber", "--duration", "4s", "--workers", "2", "--out", out, "--quiet",
+                                    "--summary-json", "-"])
         #expect(outcome.status == 0, "\(outcome.output) \(outcome.error)")
+        // Standard output holds the summary's JSON alone (the printed summary went to standard error).
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(outcome.output.utf8)) as? [String: Any])
+        #expect(summary["exit_code"] as? Int == 0)
+        #expect(summary["results"] as? String == out)
+        #expect(outcome.error.contains("segments      2 merged"), "\(outcome.error)")
         let report = try RunEndToEndTests.report(in: out)
         let figures = SegmentMergeTests.figures(report)
         #expect(figures["messages.qos1.published"] == 20)
