@@ -337,6 +337,7 @@ struct RunCommand {
         }
         let control = RunControl()
         control.installSignalHandlers(console: console)
+        if workerProgress != nil { WorkerPool.stopWhenOrphaned(control, console: console) }
 
         // --embedded-broker rabbitmq: a private RabbitMQ node stands in for mosquitto and the run goes on as with
         // --broker pointing at it (the node is stopped at the end, or by its wrapper if this process dies).

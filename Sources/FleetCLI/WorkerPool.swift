@@ -335,6 +335,18 @@ struct WorkerPool {
 
     // MARK: Processes
 
+    /// In a worker (`--worker-progress`): once the process that started it is gone (killed without a chance to
+    /// forward a stop), the run stops cleanly as on SIGTERM, instead of running on, unwatched, to its end.
+    static func stopWhenOrphaned(_ control: RunControl, console: Console) {
+        let parent = getppid()
+        Thread.detachNewThread {
+            while getppid() == parent && !control.stopRequested { usleep(200_000) }
+            guard !control.stopRequested else { return }
+            console.error("fleetbench: the process that started this worker (pid \(parent)) is gone: stopping")
+            control.requestStop()
+        }
+    }
+
     struct SpawnError: Error, CustomStringConvertible { let description: String }
 
     /// Starts this binary with `arguments`, standard output and error into `log`, in a process group of its own

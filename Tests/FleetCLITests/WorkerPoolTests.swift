@@ -250,6 +250,47 @@ struct WorkerPoolTests {
         for (_, worker) in workerPids.withLock({ $0 }) { #expect(!RunInterruptTests.isRunning(worker)) }
     }
 
+    @Test("workers whose parent is killed (no stop forwarded) stop on their own, cleanly, with their results")
+    func orphanedWorkersStop() throws {
+        let work = RunEndToEndTests.temporaryDirectory("workers-orphaned")
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let scenario = try RunInterruptTests.scenario(in: work)
+        // Spawned and reaped here rather than through Foundation's Process, which never noticed a child killed by
+        // a signal while its grandchildren lived on (the test hung with the parent a zombie).
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, work + "/parent.log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let binary = try RunEndToEndTests.binary()
+        let arguments = [binary, "run", scenario, "--workers", "2", "--out", work + "/results", "--quiet"]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var parent: pid_t = 0
+        #expect(posix_spawn(&parent, binary, &actions, nil, &argv, environ) == 0)
+        let workers = Self.waitForWorkers(of: parent, count: 2)
+        let brokers = RunInterruptTests.children(of: parent).filter { !workers.values.contains($0) }
+        // The embedded mosquitto the parent started outlives it (killed here).
+        defer { for broker in brokers { kill(broker, SIGKILL) } }
+        Thread.sleep(forTimeInterval: 4)
+        kill(parent, SIGKILL)
+        let killed = Date()
+        var status: Int32 = 0
+        waitpid(parent, &status, 0)
+        #expect(status & 0x7f == SIGKILL)
+        #expect(workers.count == 2)
+        let deadline = Date().addingTimeInterval(20)
+        while workers.values.contains(where: RunInterruptTests.isRunning) && Date() < deadline { usleep(50_000) }
+        for (index, pid) in workers {
+            #expect(!RunInterruptTests.isRunning(pid), "worker \(index) still runs")
+            let report = try RunEndToEndTests.report(in: work + "/results/workers/segment-\(index)")
+            #expect((report["run"] as? [String: Any])?["interrupted"] as? Bool == true)
+            let log = try String(contentsOfFile: work + "/results/workers/segment-\(index).log", encoding: .utf8)
+            #expect(log.contains("fleetbench: the process that started this worker (pid \(parent)) is gone: stopping"), "\(log)")
+        }
+        #expect(Date().timeIntervalSince(killed) < 20)
+    }
+
     /// 12 cars, each subscribed to its own command topic and publishing telemetry, and 12 operators, each
     /// commanding one car: on several unbridged brokers every subscriber's publisher shares its broker.
     static let spreadScenario = """
