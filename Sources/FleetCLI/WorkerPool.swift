@@ -57,6 +57,12 @@ struct WorkerPool {
                 index += 2
                 continue
             }
+            // The joined form, `--out=DIR`.
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--"),
+               parentOptionsWithValue.contains(String(argument[..<equals])) {
+                index += 1
+                continue
+            }
             if !parentFlags.contains(argument) { kept.append(argument) }
             index += 1
         }
@@ -170,7 +176,7 @@ struct WorkerPool {
         }
         if scenario.seed == nil { arguments += ["--seed", String(seed)] }
         // One machine: the workers' subscribers are subscribed well within 2 s of their planned connects.
-        if !command.arguments.contains("--segment-grace") { arguments += ["--segment-grace", "2s"] }
+        if !command.arguments.contains(where: { $0 == "--segment-grace" || $0.hasPrefix("--segment-grace=") }) { arguments += ["--segment-grace", "2s"] }
         arguments += ["--run-id", String(runID, radix: 16), "--start-at", RunReport.rfc3339(startAt), "--quiet"]
         var workers: [Worker] = []
         for index in 0..<count {
@@ -334,6 +340,9 @@ struct WorkerPool {
     }
 
     // MARK: Processes
+
+    /// In a worker: its running totals for the parent's progress line, once a second.
+    static func writeProgress(_ status: LiveStatus, to path: String) { WorkerProgress(status: status).write(to: path) }
 
     /// In a worker (`--worker-progress`): once the process that started it is gone (killed without a chance to
     /// forward a stop), the run stops cleanly as on SIGTERM, instead of running on, unwatched, to its end.

@@ -88,9 +88,10 @@ struct WorkerPoolTests {
         let given = ["s.json", "--workers", "auto", "--set", "fleets.a.count=5", "--out", "r", "--quiet", "--duration",
                      "5s", "--baseline", "b", "--tolerance", "5%", "--all", "--summary-json", "-", "--run-id", "ab",
                      "--start-at", "2030-01-01T00:00:00Z", "--embedded-broker", "mosquitto", "--lanes", "1",
-                     "--latency-floor", "2ms", "--segment-grace", "1s"]
+                     "--latency-floor", "2ms", "--segment-grace", "1s", "--out=elsewhere", "--set=seed=4"]
         #expect(WorkerPool.workerArguments(given)
-            == ["s.json", "--set", "fleets.a.count=5", "--duration", "5s", "--lanes", "1", "--segment-grace", "1s"])
+            == ["s.json", "--set", "fleets.a.count=5", "--duration", "5s", "--lanes", "1", "--segment-grace", "1s",
+                "--set=seed=4"])
     }
 
     @Test("--workers usage errors, with exact messages, before anything runs")
