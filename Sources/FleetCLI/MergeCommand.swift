@@ -85,18 +85,23 @@ struct MergeCommand: FleetCommand {
         return intervals
     }
 
+    /// A segment's results folder: report.json, segment.json and latency.hlog, read.
+    static func part(_ directory: String) throws -> Part {
+        let report = try RunReport.load(path: ReportWriter.path(in: directory, ReportWriter.jsonName))
+        let segment = try SegmentFile.load(directory: directory)
+        let logPath = ReportWriter.path(in: directory, ReportWriter.hlogName)
+        guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else {
+            throw ReportError("\(logPath): cannot read the file")
+        }
+        return Part(directory: directory, report: report, segment: segment,
+                    intervals: try Self.intervals(inLog: text, path: logPath))
+    }
+
     func run(console: Console) -> ExitCode {
         var parts: [Part] = []
         for directory in directories {
             do {
-                let report = try RunReport.load(path: ReportWriter.path(in: directory, ReportWriter.jsonName))
-                let segment = try SegmentFile.load(directory: directory)
-                let logPath = ReportWriter.path(in: directory, ReportWriter.hlogName)
-                guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else {
-                    throw ReportError("\(logPath): cannot read the file")
-                }
-                parts.append(Part(directory: directory, report: report, segment: segment,
-                                  intervals: try Self.intervals(inLog: text, path: logPath)))
+                parts.append(try Self.part(directory))
             } catch {
                 console.error("fleetbench merge: \(error)")
                 return .usage

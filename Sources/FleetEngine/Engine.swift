@@ -838,7 +838,7 @@ public final class Engine: @unchecked Sendable {
     public var runID: UInt64 { configuration.runID }
 
     /// A random, non-zero run id from the system's entropy source (0 marks a header without run id).
-    static func randomRunID() -> UInt64 {
+    public static func randomRunID() -> UInt64 {
         var value: UInt64 = 0
         while value == 0 {
             value = UInt64.random(in: 1...UInt64.max)
