@@ -91,7 +91,8 @@ let package = Package(
             path: "Benchmarks/PayloadBenchmark"),
         .executableTarget(
             name: "EngineBenchmark",
-            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
+            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter", "FleetCLI",
+                           "FleetScenario"],
             path: "Benchmarks/EngineBenchmark"),
         // Runs the fleetbench binary and samples its RSS and descriptors from outside (no library dependencies).
         .executableTarget(name: "SoakBenchmark", path: "Benchmarks/SoakBenchmark"),

@@ -154,6 +154,9 @@ public struct EngineFleet: Sendable {
     /// Where the fleet's clients connect, round-robin, with their transport (TLS, WebSocket). Empty: the run's
     /// `EngineConfiguration.brokers` over plain TCP.
     public var endpoints: [EngineBrokerEndpoint] = []
+    /// Network conditions emulated for (a fraction of) the fleet's clients (`Lane+Network`); nil: none, and
+    /// no cost on any message path.
+    public var network: EngineNetworkProfile?
 
     public init(name: String, count: Int, clientID: @escaping @Sendable (Int) -> String,
                 session: MQTTSessionSettings,

@@ -130,6 +130,7 @@ extension RunReport {
                 fleetbenchVersion: try environment.string("fleetbench_version")))
         downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
         requests = try RequestSummary(try top.optionalObject("requests"))
+        network = try Self.readNetwork(top)
         if let object = try top.optionalObject("segments") {
             var index: Int?
             if case .integer(let value)? = object.value["index"] { index = Int(value) }

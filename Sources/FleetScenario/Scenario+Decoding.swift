@@ -317,6 +317,7 @@ struct ScenarioDecoder {
         "name", "count", "client_id", "protocol", "transport", "keepalive", "clean_session", "clean_start",
         "session_expiry", "will", "credentials", "tls", "source_addresses", "connect_rate", "max_connects_in_flight",
         "reconnect", "ack_timeouts", "inflight_window", "subscriptions", "publish", "requests", "respond", "heartbeat",
+        "network",
     ]
 
     func decodeFleet(_ value: JSONValue, _ path: JSONPath) -> Fleet? {
@@ -390,6 +391,7 @@ struct ScenarioDecoder {
         }
         fleet.responder = object.optional("respond", decodeResponder)
         fleet.heartbeat = object.optional("heartbeat", decodeHeartbeat)
+        fleet.network = object.optional("network", decodeNetwork)
         if name == nil || count == nil { return nil }
         return fleet
     }

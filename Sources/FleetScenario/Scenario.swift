@@ -141,6 +141,8 @@ public struct Fleet: Equatable, Sendable {
     public var requests: [RequestStream] = []
     public var responder: Responder?
     public var heartbeat: Heartbeat?
+    /// Network conditions emulated for (a fraction of) the fleet's vehicles.
+    public var network: NetworkConditions?
 }
 
 public struct Will: Equatable, Sendable {
