@@ -18,15 +18,26 @@ extension Lane {
 
     /// The session's output (in `scratch`) for a client with a profile: queued, not staged.
     func queueOutbound(_ client: Int, _ link: NetworkLink) {
-        let count = scratch.readableCount
-        let (release, stalled) = link.releaseTime(count: count, up: true, now: now)
         let fleet = clients[client].fleet
-        if stalled { metrics.fleets[fleet].network.stalls &+= 1 }
-        metrics.fleets[fleet].network.chunksUp &+= 1
-        metrics.fleets[fleet].network.delayUpNanoseconds &+= release &- now
         let wasEmpty = link.up.isEmpty
-        scratch.withUnsafeReadableBytes { link.up.append($0, release: release, now: now) }
-        if wasEmpty { wheel.schedule(client: client, kind: TimerKind.networkOut, deadline: release) }
+        scratch.withUnsafeReadableBytes { bytes in
+            // Behind a bandwidth limit each MQTT packet is a chunk of its own, so a burst of messages leaves one by
+            // one at the link's rate instead of all at once when the last byte would have.
+            let split = link.shape.upNanosPerByte > 0
+            var start = 0
+            while start < bytes.count {
+                let end = split ? Self.packetEnd(bytes, from: start) : bytes.count
+                let (release, stalled) = link.releaseTime(count: end - start, up: true, now: now)
+                if stalled { metrics.fleets[fleet].network.stalls &+= 1 }
+                metrics.fleets[fleet].network.chunksUp &+= 1
+                metrics.fleets[fleet].network.delayUpNanoseconds &+= release &- now
+                link.up.append(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), release: release, now: now)
+                start = end
+            }
+        }
+        if wasEmpty, let first = link.up.nextRelease {
+            wheel.schedule(client: client, kind: TimerKind.networkOut, deadline: first)
+        }
         if !link.held && link.up.queuedBytes >= link.shape.sendBufferBytes {
             // As a full socket send buffer would: the client produces nothing more until half of it left.
             link.held = true
@@ -73,6 +84,22 @@ extension Lane {
                 wheel.schedule(client: client, kind: TimerKind.publish, deadline: now)
             }
         }
+    }
+
+    /// Where the MQTT packet starting at `start` ends (the end of `bytes` when its length cannot be read).
+    static func packetEnd(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var length = 0
+        var multiplier = 1
+        var position = start + 1
+        while position < bytes.count {
+            let byte = bytes[position]
+            length += Int(byte & 0x7F) * multiplier
+            position += 1
+            if byte & 0x80 == 0 { return min(position + length, bytes.count) }
+            multiplier *= 128
+            if multiplier > 128 * 128 * 128 { break }
+        }
+        return bytes.count
     }
 
     /// Sets the actual send time of every fleetbench end-to-end header in `bytes` (whole MQTT packets written
@@ -140,14 +167,24 @@ extension Lane {
 
     /// Bytes read for a client with a profile: queued until their release. Always true (the client stays).
     func queueInbound(_ client: Int, _ link: NetworkLink, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        let (release, stalled) = link.releaseTime(count: bytes.count, up: false, now: now)
         let fleet = clients[client].fleet
-        if stalled { metrics.fleets[fleet].network.stalls &+= 1 }
-        metrics.fleets[fleet].network.chunksDown &+= 1
-        metrics.fleets[fleet].network.delayDownNanoseconds &+= release &- now
         let wasEmpty = link.down.isEmpty
-        link.down.append(bytes, release: release, now: now)
-        if wasEmpty { wheel.schedule(client: client, kind: TimerKind.networkIn, deadline: release) }
+        // Behind a bandwidth limit a read is cut into segments of at most one TCP payload (1,448 bytes with
+        // timestamps on a 1,500-byte MTU), each arriving at the link's rate; the session takes partial packets.
+        let piece = link.shape.downNanosPerByte > 0 ? 1448 : bytes.count
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + piece, bytes.count)
+            let (release, stalled) = link.releaseTime(count: end - start, up: false, now: now)
+            if stalled { metrics.fleets[fleet].network.stalls &+= 1 }
+            metrics.fleets[fleet].network.chunksDown &+= 1
+            metrics.fleets[fleet].network.delayDownNanoseconds &+= release &- now
+            link.down.append(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), release: release, now: now)
+            start = end
+        }
+        if wasEmpty, let first = link.down.nextRelease {
+            wheel.schedule(client: client, kind: TimerKind.networkIn, deadline: first)
+        }
         return true
     }
 

@@ -125,7 +125,9 @@ struct EngineNetworkTests {
         #expect(network.outages > 0)
         #expect(cars.counters.disconnects[.networkDrop] == network.drops)
         #expect(cars.counters.disconnects[.networkOutage] == network.outages)
-        #expect(cars.counters.reconnects == network.drops + network.outages)
+        // Every cut reconnects, except one per client at most that came too late in the run for it.
+        let cuts = network.drops + network.outages
+        #expect(cars.counters.reconnects <= cuts && cars.counters.reconnects + 6 >= cuts)
         #expect(network.outageNanoseconds >= network.outages * 100_000_000)
         #expect(network.outageNanoseconds <= network.outages * 200_000_000)
         // Each stall waited one retransmission timeout (200 ms + the 10 ms round trip), so the mean delay shows it.

@@ -80,14 +80,14 @@ struct NetworkConditionsTests {
     }
 
     @Test("bad values name the file, line and column", arguments: [
-        (#""4g""#, #"t.json:1:66: fleets[0].network: expected one of "wifi", "lte", "3g", "edge", "lte-m", "nb-iot", "satellite", got string "4g"; did you mean '3g'?"#),
-        (#"{"latency": {"p50": "90ms", "p99": "40ms"}}"#, "t.json:1:101: fleets[0].network.latency.p99: p99 (40ms) must be at least p50 (90ms)"),
-        (#"{"bandwidth_up": 256000}"#, #"t.json:1:83: fleets[0].network.bandwidth_up: expected a bandwidth such as "256kbit", "2Mbit" or "1Gbit", got integer 256000"#),
-        (#"{"loss": {"rate": 1.0}}"#, "t.json:1:84: fleets[0].network.loss.rate: a loss rate must be below 1 (100%): TCP would never get anything through"),
-        (#"{"loss": {"rate": 0.1, "burst": 0.5}}"#, "t.json:1:98: fleets[0].network.loss.burst: expected a mean burst length of at least 1, got number 0.5"),
+        (#""4g""#, #"t.json:1:69: fleets[0].network: expected one of "wifi", "lte", "3g", "edge", "lte-m", "nb-iot", "satellite", got string "4g"; did you mean '3g'?"#),
+        (#"{"latency": {"p50": "90ms", "p99": "40ms"}}"#, "t.json:1:104: fleets[0].network.latency.p99: p99 (40ms) must be at least p50 (90ms)"),
+        (#"{"bandwidth_up": 256000}"#, #"t.json:1:86: fleets[0].network.bandwidth_up: expected a bandwidth such as "256kbit", "2Mbit" or "1Gbit", got integer 256000"#),
+        (#"{"loss": {"rate": 1.0}}"#, "t.json:1:87: fleets[0].network.loss.rate: a loss rate must be below 1 (100%): TCP would never get anything through"),
+        (#"{"loss": {"rate": 0.1, "burst": 0.5}}"#, "t.json:1:101: fleets[0].network.loss.burst: expected a mean burst length of at least 1, got number 0.5"),
         (#"{"outages": {"every": "10m", "duration": ["30s", "5s"]}}"#, "t.json:1:118: fleets[0].network.outages.duration[1]: the longest outage (5s) must be at least the shortest (30s)"),
-        (#"{"latncy": "10ms"}"#, "t.json:1:67: fleets[0].network.latncy: unknown key 'latncy'; did you mean 'latency'?"),
-        (#"{"fraction": 2}"#, #"t.json:1:79: fleets[0].network.fraction: expected a fraction from 0 to 1 or a percentage such as "20%", got integer 2"#),
+        (#"{"latncy": "10ms"}"#, "t.json:1:70: fleets[0].network.latncy: unknown key 'latncy'; did you mean 'latency'?"),
+        (#"{"fraction": 2}"#, #"t.json:1:82: fleets[0].network.fraction: expected a fraction from 0 to 1 or a percentage such as "20%", got integer 2"#),
     ])
     func errors(network: String, expected: String) {
         #expect(errorText(Self.fleet(network)) == expected)
