@@ -79,7 +79,7 @@ public struct NetworkReport: Sendable, Equatable {
 
 extension RunReport {
     /// `network` entries when some fleet emulates network conditions (reports without any keep their bytes).
-    var networkMembers: [JSONMember] {
+    public var networkMembers: [JSONMember] {
         network.isEmpty ? [] : [JSONMember("network", .array(network.map(\.jsonValue)))]
     }
 

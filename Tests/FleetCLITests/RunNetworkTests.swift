@@ -28,7 +28,9 @@ struct RunNetworkTests {
         let file = directory + "/network.json"
         try Self.scenario.write(toFile: file, atomically: true, encoding: .utf8)
         let out = directory + "/out"
-        let outcome = try RunEndToEndTests.run(["run", file, "--seed", "5", "--out", out, "--quiet"])
+        let summaryFile = directory + "/summary.json"
+        let outcome = try RunEndToEndTests.run(["run", file, "--seed", "5", "--out", out, "--quiet",
+                                                "--summary-json", summaryFile])
         #expect(outcome.status == 0, "\(outcome.output)\n\(outcome.error)")
         let report = try RunEndToEndTests.report(in: out)
         let network = try #require(report["network"] as? [[String: Any]])
@@ -48,6 +50,10 @@ struct RunNetworkTests {
         #expect(thresholds.allSatisfy { $0["passed"] as? Bool == true }, "\(thresholds)")
         #expect(outcome.output.contains("  network       cars: lte+ on 4 clients (latency 50ms each way;"))
         #expect(outcome.output.contains("                stalls \(stalls), drops 0, outages 0 (0 s)"))
+        let summaryData = try Data(contentsOf: URL(fileURLWithPath: summaryFile))
+        let summary = try #require(try JSONSerialization.jsonObject(with: summaryData) as? [String: Any])
+        let summaryNetwork = try #require(summary["network"] as? [[String: Any]])
+        #expect(summaryNetwork.first?["stalls"] as? Int == stalls)
         let latency = try #require(report["latency_ms"] as? [String: Any])
         #expect(latency["puback_broker"] != nil && latency["end_to_end_broker"] != nil)
     }

@@ -136,6 +136,27 @@ struct EngineNetworkTests {
         #expect(delay >= chunks * 5_000_000 + network.stalls * 210_000_000 / 2)
     }
 
+    @Test("clients without a profile get no link and their lanes no network timers; with one, four more per client")
+    func zeroCostWithout() throws {
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
+        let plain = try Engine(configuration: EngineConfiguration(
+            fleets: Self.fleets(cars: 4, qos: .atMostOnce, perSecond: 1, messages: 1, network: nil), brokers: [address], lanes: 2))
+        for lane in plain.lanes {
+            #expect(lane.wheel.kindsPerClient == TimerKind.count)
+            #expect(lane.clients.allSatisfy { $0.network == nil })
+            #expect(!lane.networkEmulation)
+        }
+        var profile = EngineNetworkProfile()
+        profile.fraction = 0.5
+        let half = try Engine(configuration: EngineConfiguration(
+            fleets: Self.fleets(cars: 4, qos: .atMostOnce, perSecond: 1, messages: 1, network: profile), brokers: [address], lanes: 2))
+        let linked = half.lanes.flatMap { $0.clients.filter { $0.network != nil }.map(\.indexInFleet) }
+        #expect(linked.sorted() == [1, 3])
+        // Cars 1 and 3 both sit on lane 1 (clients are striped over the lanes by global index): only it pays.
+        #expect(half.lanes.map(\.wheel.kindsPerClient) == [TimerKind.count, TimerKind.countWithNetwork])
+        #expect(half.lanes.allSatisfy(\.networkEmulation))
+    }
+
     @Test("a fraction of the fleet: exactly ⌊count × fraction⌋ clients, spread over the indices")
     func fraction() {
         var profile = EngineNetworkProfile()
