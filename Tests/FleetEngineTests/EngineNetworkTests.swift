@@ -154,7 +154,7 @@ struct EngineNetworkTests {
         #expect(linked.sorted() == [1, 3])
         // Cars 1 and 3 both sit on lane 1 (clients are striped over the lanes by global index): only it pays.
         #expect(half.lanes.map(\.wheel.kindsPerClient) == [TimerKind.count, TimerKind.countWithNetwork])
-        #expect(half.lanes.allSatisfy(\.networkEmulation))
+        #expect(half.lanes.allSatisfy { $0.networkEmulation })
     }
 
     @Test("a fraction of the fleet: exactly ⌊count × fraction⌋ clients, spread over the indices")
