@@ -23,6 +23,8 @@ public struct ScenarioPlan: Equatable, Sendable {
         public var clients: Int
         public var protocolVersion: ProtocolVersion
         public var streams: [StreamPlan]
+        /// "lte on 40 clients (latency ...)": the fleet's emulated link, nil without `network`.
+        public var network: String? = nil
     }
 
     public var scenario: String
@@ -89,7 +91,12 @@ public struct ScenarioPlan: Equatable, Sendable {
                                           qos: heartbeat.qos, perClientRate: rate, totalRate: rate * clients,
                                           fanOut: fanOut(heartbeat.topic, from: fleet)))
             }
-            return FleetPlan(name: fleet.name, clients: fleet.count, protocolVersion: fleet.protocolVersion, streams: streams)
+            var plan = FleetPlan(name: fleet.name, clients: fleet.count, protocolVersion: fleet.protocolVersion, streams: streams)
+            if let network = fleet.network {
+                let linked = Int((Double(fleet.count) * network.fraction).rounded(.down))
+                plan.network = "\(network.name) on \(linked) client\(linked == 1 ? "" : "s") (\(network.summary))"
+            }
+            return plan
         }
         var start = TimeSpan.zero
         var starts: [(start: TimeSpan, stage: Stage)] = []
@@ -124,6 +131,7 @@ public struct ScenarioPlan: Equatable, Sendable {
                 if let fanOut = stream.fanOut { line += ", \(fanOut) subscriber\(fanOut == 1 ? "" : "s") each" }
                 lines.append(line)
             }
+            if let network = fleet.network { lines.append("    network \(network)") }
         }
         for entry in stageStarts {
             lines.append("  at \(entry.start): \(entry.stage.kind.name) for \(entry.stage.duration)")

@@ -67,6 +67,13 @@ struct NetworkConditionsTests {
         #expect(onlyFraction.name == "lte")
     }
 
+    @Test("validate's plan names each fleet's link and how many clients are on it")
+    func plan() throws {
+        let scenario = try decodeFixture(Self.fleet(#"{"preset": "nb-iot", "fraction": "30%"}"#)).get()
+        let text = ScenarioPlan(scenario).render()
+        #expect(text.contains("\n    network nb-iot on 3 clients (latency p50 800ms, p99 5s each way; bandwidth up 20kbit, down 20kbit; loss 2% in bursts of 3, a link drop every 30m on average)"), "\(text)")
+    }
+
     @Test("rates: units from bit to Gbit")
     func rates() {
         #expect(NetworkConditions.parseRate("256kbit") == 256_000)
