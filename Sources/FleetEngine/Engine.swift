@@ -278,7 +278,8 @@ public final class Engine: @unchecked Sendable {
                 if let shape, shape.profile.applies(to: index, of: settings.count) {
                     let lane = Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane
                     perLane[lane][perLane[lane].count - 1].network = NetworkLink(
-                        shape: shape, seed: configuration.seed, globalIndex: global)
+                        shape: shape, seed: configuration.seed, globalIndex: global,
+                        tracksAcks: settings.streams.contains { $0.qos == .atLeastOnce } || settings.responder?.qos == .atLeastOnce)
                 }
             }
         }
