@@ -79,6 +79,33 @@ struct EngineNetworkTests {
         #expect(cars.counters.disconnects == [.clientInitiated: 5])
     }
 
+    @Test("over TLS, WebSocket and both: the MQTT bytes are delayed below the layers, every message arrives once",
+          arguments: EngineTransportTests.Layers.allCases)
+    func layered(layers: EngineTransportTests.Layers) throws {
+        let certificates = try EngineTestCertificates.get()
+        let broker = try EngineTransportTests.broker(for: layers, certificates: certificates)
+        defer { broker.stop() }
+        let endpoint = try EngineTransportTests.endpoint(for: layers, broker: broker, caFile: certificates.caFile)
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(20_000_000)
+        profile.latencyDown = .fixed(20_000_000)
+        let fleets = EngineTests.fleets(version: .v5, qos: .atLeastOnce, publishers: 3, messages: 200, subscribers: 2)
+            .map { fleet in
+                var fleet = fleet
+                fleet.network = profile
+                return fleet
+            }
+        let configuration = EngineConfiguration(fleets: EngineTransportTests.withEndpoint(fleets, endpoint), brokers: [],
+                                                lanes: 2, drainTimeout: 3_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
+        EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
+        #expect(result.transportErrors.isEmpty)
+        // Up 20 ms and down 20 ms for the PUBACK; publisher's up and subscriber's down for a delivery.
+        #expect(result.latency.histogram(.puback, from: .intended).min >= 40_000)
+        #expect(result.latency.histogram(.endToEnd, from: .intended).min >= 40_000)
+        #expect(result.latency.histogram(.endToEndBrokerSide, from: .sent).valueAtPercentile(50) < 40_000)
+    }
+
     @Test("a 64 kbit/s uplink caps the client's byte rate within 5 %, and publishing waits for it")
     func bandwidthCap() throws {
         let broker = try MosquittoBroker()
