@@ -133,6 +133,29 @@ struct EngineNetworkTests {
         #expect(result.fleets["backend"]?.delivery[0].lost == 0)
     }
 
+    @Test("a 64 kbit/s downlink: messages reach the subscriber's session no faster, within 5 %")
+    func downlinkCap() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.bandwidthDown = 64_000
+        var fleets = Self.fleets(cars: 1, qos: .atMostOnce, perSecond: 50, messages: 1_000, payload: 200, network: nil)
+        fleets[1].network = profile
+        let result = try Self.run(fleets, port: broker.port, seconds: 4)
+        #expect(result.fleets["backend"]?.networkClients == 1)
+        // Each delivery is one 222-byte PUBLISH (2 fixed header, 2 + 16 topic, 1 property length, 200 payload);
+        // 50 a second offered is 11,100 B/s against the cap's 8,000.
+        let window = result.timeline.filter {
+            $0.intervalEnd >= result.phases.publishStart + 1_000_000_000 && $0.intervalEnd <= result.phases.publishEnd
+        }
+        let first = try #require(window.first)
+        let last = try #require(window.last)
+        #expect(last.intervalEnd - first.intervalEnd >= 1_900_000_000)
+        let messages = Double(last.fleets[1].counters.received.total - first.fleets[1].counters.received.total)
+        let rate = messages * 222 / (Double(last.intervalEnd - first.intervalEnd) / 1e9)
+        #expect(rate >= 8_000 * 0.95 && rate <= 8_000 * 1.05, "downlink rate \(rate) B/s, cap 8000 B/s")
+    }
+
     @Test("link drops and outages end connections: counted exactly, each one reconnected")
     func dropsAndOutages() throws {
         let broker = try MosquittoBroker()
@@ -213,6 +236,19 @@ struct NetworkLinkTests {
         let p50 = Double(draws[50_000]), p99 = Double(draws[99_000])
         #expect(abs(p50 - 45e6) / 45e6 < 0.02, "p50 \(p50)")
         #expect(abs(p99 - 180e6) / 180e6 < 0.05, "p99 \(p99)")
+    }
+
+    @Test("jitter moves each fixed delay uniformly within ±jitter")
+    func jitter() {
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(50_000_000)
+        profile.jitter = 10_000_000
+        let link = Self.link(profile)
+        let draws = (0..<50_000).map { _ in link.delay(up: true) }
+        #expect(draws.min()! >= 40_000_000 && draws.max()! <= 60_000_000)
+        #expect(draws.min()! < 40_100_000 && draws.max()! > 59_900_000)
+        let mean = Double(draws.reduce(0, +)) / Double(draws.count)
+        #expect(abs(mean - 50e6) < 0.2e6, "mean \(mean)")
     }
 
     @Test("same seed and client: the same delays; another client or seed: others")
