@@ -77,6 +77,18 @@ struct EngineNetworkTests {
         #expect(endToEndBroker.totalCount == 150)
         #expect(endToEndBroker.valueAtPercentile(50) < 40_000)
         #expect(cars.counters.disconnects == [.clientInitiated: 5])
+
+        // The same run without the profile: the medians differ by the profile's 100 and 200 ms (a tick of timer
+        // slack each way, and 30 ms of room for a loaded machine).
+        let plain = try Self.run(Self.fleets(cars: 5, qos: .atLeastOnce, perSecond: 20, messages: 30, network: nil),
+                                 port: broker.port, seconds: 2.5)
+        let plainEndToEnd = try #require(plain.fleets["backend"]).latency.histogram(.endToEnd, from: .intended)
+        let plainPuback = try #require(plain.fleets["cars"]).latency.histogram(.puback, from: .intended)
+        #expect(plainEndToEnd.totalCount == 150 && plainPuback.totalCount == 150)
+        let addedEndToEnd = Int64(endToEnd.valueAtPercentile(50)) - Int64(plainEndToEnd.valueAtPercentile(50))
+        let addedPuback = Int64(puback.valueAtPercentile(50)) - Int64(plainPuback.valueAtPercentile(50))
+        #expect((95_000...130_000).contains(addedEndToEnd), "end-to-end +\(addedEndToEnd) µs")
+        #expect((195_000...230_000).contains(addedPuback), "PUBACK +\(addedPuback) µs")
     }
 
     @Test("over TLS, WebSocket and both: the MQTT bytes are delayed below the layers, every message arrives once",
