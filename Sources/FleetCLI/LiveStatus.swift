@@ -1,6 +1,7 @@
 import Foundation
 import FleetMetrics
 import Synchronization
+import MQTTCodec
 
 /// The latest figures of a running run, for the progress line and the Prometheus endpoint. Written once a
 /// second by the engine's snapshot callback, read by the progress printer and HTTP scrapes (a lock, off the
@@ -64,7 +65,7 @@ enum PrometheusText {
             ("fleetbench_messages_acked_total", counters.acked, "QoS 1/2 messages acknowledged (PUBACK/PUBCOMP), by QoS."),
             ("fleetbench_messages_received_total", counters.received, "Messages received by subscribers, by QoS."),
         ] {
-            metric(name, "counter", help, QoSLevel.allCases.map { ("qos=\"\($0.rawValue)\"", Double(values[$0])) })
+            metric(name, "counter", help, MQTTQoS.allCases.map { ("qos=\"\($0.rawValue)\"", Double(values[$0])) })
         }
         metric("fleetbench_ack_timeouts_total", "counter", "Acknowledgements not received before their deadline, by kind.",
                AckKind.allCases.map { ("kind=\"\($0.reportName)\"", Double(counters.ackTimeouts[$0])) })

@@ -94,7 +94,7 @@ struct EngineNetworkTests {
     @Test("over TLS, WebSocket and both: the MQTT bytes are delayed below the layers, every message arrives once",
           arguments: EngineTransportTests.Layers.allCases)
     func layered(layers: EngineTransportTests.Layers) throws {
-        let certificates = try EngineTestCertificates.get()
+        let certificates = try TestCertificates.get()
         let broker = try EngineTransportTests.broker(for: layers, certificates: certificates)
         defer { broker.stop() }
         let endpoint = try EngineTransportTests.endpoint(for: layers, broker: broker, caFile: certificates.caFile)
