@@ -35,9 +35,11 @@ final class LiveStatusBox: Sendable {
 
 /// Prometheus text exposition format (version 0.0.4) of the live status.
 enum PrometheusText {
-    static func render(_ status: LiveStatus, scenario: String) -> String {
+    /// `runID` (16 hex digits) and `segment` ("K/N", "0/1" for a run that is not segmented) label every sample, so a
+    /// Prometheus scraping the N segments of one run on N machines or pods can sum them per run or show them per segment.
+    static func render(_ status: LiveStatus, scenario: String, runID: String, segment: String) -> String {
         var lines: [String] = []
-        let label = "scenario=\"\(escape(scenario))\""
+        let label = "scenario=\"\(escape(scenario))\",run_id=\"\(escape(runID))\",segment=\"\(escape(segment))\""
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, Double)]) {
             lines.append("# HELP \(name) \(help)")
             lines.append("# TYPE \(name) \(type)")

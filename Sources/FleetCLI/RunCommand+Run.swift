@@ -130,8 +130,11 @@ final class RunEnvironment {
 
     /// Serves live Prometheus metrics at http://address/metrics. A port that cannot be had is a runtime failure
     /// (exit 1): the command line was well formed, the machine refused.
-    func openMetrics(at address: SocketAddress, live: LiveStatusBox, scenarioName: String, console: Console,
-                     quiet: Bool) throws(RunFailure) {
+    func openMetrics(at address: SocketAddress, live: LiveStatusBox, scenarioName: String, runID: UInt64,
+                     segment: (index: Int, count: Int)?, console: Console, quiet: Bool) throws(RunFailure) {
+        // Every sample carries the run and the segment, so one dashboard shows a run and its segments across pods.
+        let runLabel = String(format: "%016llx", runID)
+        let segmentLabel = segment.map { "\($0.index)/\($0.count)" } ?? "0/1"
         let server: MiniHTTPServer
         do {
             server = try MiniHTTPServer(address: address) { method, path in
@@ -140,7 +143,8 @@ final class RunEnvironment {
                     return .init(status: 404, body: "metrics are at /metrics\n")
                 }
                 return .init(contentType: "text/plain; version=0.0.4; charset=utf-8",
-                             body: PrometheusText.render(live.current, scenario: scenarioName))
+                             body: PrometheusText.render(live.current, scenario: scenarioName, runID: runLabel,
+                                                         segment: segmentLabel))
             }
         } catch {
             throw .runtime("fleetbench: cannot listen for metrics on \(address): \(error)")
@@ -161,11 +165,13 @@ struct EngineRun {
     var result: EngineResult
     /// Wall time from the first connect to the end of the drain, seconds.
     var elapsedSeconds: Double
-    /// Process CPU from before the engine started.
-    var cpuSeconds: Double
+    /// Process CPU seconds when the engine was about to start (the report counts from here to its own making).
+    var cpuBefore: Double
     /// Process CPU while publishing.
     var publishingCPUSeconds: Double
     var stream: RunStreamWriter
+    /// A stop was asked for (Ctrl-C, SIGTERM) by the time the engine returned.
+    var interrupted: Bool
 }
 
 extension RunCommand {
@@ -185,7 +191,7 @@ extension RunCommand {
             try environment.openBrokers(&plan, embeddedBroker: embeddedBroker, control: control, console: console,
                                         quiet: quiet)
             let engineRun = try runEngine(plan, environment: environment, control: control, console: console)
-            return finish(plan, engineRun, environment: environment, control: control, console: console, given: given)
+            return finish(plan, engineRun, environment: environment, console: console, given: given)
         } catch {
             console.error(error.message)
             return error.exitCode
@@ -303,8 +309,8 @@ extension RunCommand {
             $0.targetClients = plan.clients
         }
         if let metricsAddress {
-            try environment.openMetrics(at: metricsAddress, live: live, scenarioName: scenario.name, console: console,
-                                        quiet: quiet)
+            try environment.openMetrics(at: metricsAddress, live: live, scenarioName: scenario.name,
+                                        runID: engine.runID, segment: segment, console: console, quiet: quiet)
         }
         let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
                                        targetClients: plan.clients)
@@ -359,8 +365,8 @@ extension RunCommand {
         control.requestStopOfStages()
         stages.wait()
         return EngineRun(engine: engine, result: result, elapsedSeconds: Double(MonotonicClock.now() - runStart) / 1e9,
-                         cpuSeconds: Self.cpuSeconds() - cpuBefore, publishingCPUSeconds: publishingCPU.seconds,
-                         stream: stream)
+                         cpuBefore: cpuBefore, publishingCPUSeconds: publishingCPU.seconds,
+                         stream: stream, interrupted: control.stopRequested)
     }
 
     /// Waits until --start-at; for a segment of several, sets the common publishing start and returns the run's
@@ -439,7 +445,7 @@ extension RunCommand {
         report.network = Self.networkReports(scenario: scenario, result: result)
         report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
         report.generator = GeneratorHealth(
-            cpuSeconds: engineRun.cpuSeconds, peakRSSBytes: Self.peakRSSBytes(),
+            cpuSeconds: Self.cpuSeconds() - engineRun.cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,
             abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
             unsentAtEnd: result.unsentAtEnd,
@@ -474,7 +480,7 @@ extension RunCommand {
     }
 
     /// Writes the results folder, prints the summary, decides the exit code and writes --summary-json.
-    func finish(_ plan: RunPlan, _ engineRun: EngineRun, environment: RunEnvironment, control: RunControl,
+    func finish(_ plan: RunPlan, _ engineRun: EngineRun, environment: RunEnvironment,
                 console: Console, given: Console) -> ExitCode {
         let scenario = plan.scenario
         let result = engineRun.result
@@ -488,7 +494,7 @@ extension RunCommand {
         } catch {
             streamFailure = error
         }
-        var report = makeReport(plan, engineRun, environment: environment, interrupted: control.stopRequested,
+        var report = makeReport(plan, engineRun, environment: environment, interrupted: engineRun.interrupted,
                                 timeline: timeline)
         let unreachable = result.counters.connectsSucceeded == 0 && result.counters.connectsAttempted > 0
         // A client that never got connected did none of its work: that fails the run unless the scenario says

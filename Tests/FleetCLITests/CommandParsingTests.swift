@@ -179,7 +179,8 @@ struct RunEnvironmentTests {
         #expect(environment.brokerURLs == [broker.url])
         let metricsPort = try LoopbackPort.free()
         try environment.openMetrics(at: try #require(RunCommand.metricsAddress("\(metricsPort)")), live: LiveStatusBox(),
-                                    scenarioName: "idle", console: Console(), quiet: true)
+                                    scenarioName: "idle", runID: 1, segment: nil, console: Console(),
+                                    quiet: true)
         #expect(Self.accepts(port: broker.port))
         #expect(Self.accepts(port: metricsPort))
         environment.close()
