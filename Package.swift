@@ -92,7 +92,8 @@ let package = Package(
             path: "Benchmarks/PayloadBenchmark"),
         .executableTarget(
             name: "EngineBenchmark",
-            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter", "FleetVehicle"],
+            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter", "FleetVehicle",
+                           "FleetCLI", "FleetScenario"],
             path: "Benchmarks/EngineBenchmark"),
         // Runs the fleetbench binary and samples its RSS and descriptors from outside (no library dependencies).
         .executableTarget(name: "SoakBenchmark", path: "Benchmarks/SoakBenchmark"),

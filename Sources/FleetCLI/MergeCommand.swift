@@ -315,6 +315,21 @@ struct MergeCommand: FleetCommand {
             return fleet
         }
 
+        // Network conditions: each segment ran its share of every fleet's vehicles.
+        report.network = parts[0].report.network.map { first in
+            var merged = first
+            merged.clients = 0
+            merged.stalls = 0
+            merged.drops = 0
+            merged.outages = 0
+            merged.outageSeconds = 0
+            merged.heldForBandwidth = 0
+            for part in parts {
+                if let other = part.report.network.first(where: { $0.fleet == first.fleet }) { merged.add(other) }
+            }
+            return merged
+        }
+
         // Intervals on the common time base: each segment's seconds from its own start moved to the earliest
         // start, and intervals of the same second added.
         var bySecond: [Int: [(kind: LatencyKind, origin: LatencyOrigin, histogram: HDRHistogram)]] = [:]

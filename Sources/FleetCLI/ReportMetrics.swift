@@ -120,6 +120,13 @@ struct ReportMetrics {
             case "overflowed": return Double(report.offline.overflowed)
             default: return nil
             }
+        case "network":
+            switch parts[1] {
+            case "stalls": return Double(report.network.reduce(0) { $0 &+ $1.stalls })
+            case "drops": return Double(report.network.reduce(0) { $0 &+ $1.drops })
+            case "outages": return Double(report.network.reduce(0) { $0 &+ $1.outages })
+            default: return nil
+            }
         case "requests":
             switch parts[1] {
             case "sent": return Double(report.requests.sent)

@@ -476,6 +476,7 @@ extension RunCommand {
                 return fleetReport
             }
         }
+        report.network = Self.networkReports(scenario: scenario, result: result)
         report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
         report.offline = result.fleets.values.reduce(into: OfflineSummary()) { $0.add(Self.offline($1.offline)) }
         report.generator = GeneratorHealth(

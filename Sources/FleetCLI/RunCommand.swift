@@ -338,6 +338,26 @@ struct RunCommand: FleetCommand {
     /// CPU use above this share of the lanes' cores means the generator itself was the bottleneck.
     static let saturationCPUShare = 0.9
 
+    /// report.json `network`: each fleet with a `network` key, its profile and what its emulated links did.
+    static func networkReports(scenario: Scenario, result: EngineResult) -> [NetworkReport] {
+        scenario.fleets.compactMap { fleet in
+            guard let conditions = fleet.network, let fleetResult = result.fleets[fleet.name] else { return nil }
+            let counters = fleetResult.network
+            var report = NetworkReport(fleet: fleet.name, profile: conditions.name, description: conditions.summary,
+                                       clients: fleetResult.networkClients, fraction: conditions.fraction)
+            report.stalls = counters.stalls
+            report.drops = counters.drops
+            report.outages = counters.outages
+            report.outageSeconds = Double(counters.outageNanoseconds) / 1e9
+            report.meanDelayUpMilliseconds = counters.chunksUp == 0 ? 0
+                : Double(counters.delayUpNanoseconds) / Double(counters.chunksUp) / 1e6
+            report.meanDelayDownMilliseconds = counters.chunksDown == 0 ? 0
+                : Double(counters.delayDownNanoseconds) / Double(counters.chunksDown) / 1e6
+            report.heldForBandwidth = counters.heldForBandwidth
+            return report
+        }
+    }
+
     /// Why the generator, rather than the broker, may have limited the run (empty: it did not). Both figures
     /// cover the publishing phase only. Lag is the generator's own (`EngineResult.generatorLag`): how late each
     /// message left beyond its slot and the moment its client could send, so a reconnect's backlog or a full

@@ -87,6 +87,13 @@ enum RunSummary {
             // Given up, not acknowledged and not timed out: the broker lost the session they were in flight in.
             lines.append("  abandoned     \(report.generator.abandonedPublishes) QoS 1/2 publishes in flight when a reconnect found the session gone")
         }
+        for network in report.network {
+            lines.append("  network       \(network.fleet): \(network.profile) on \(network.clients) clients (\(network.description))")
+            lines.append("                stalls \(network.stalls), drops \(network.drops), outages \(network.outages) ("
+                + format(network.outageSeconds) + " s), mean added delay up " + format(network.meanDelayUpMilliseconds)
+                + " ms, down " + format(network.meanDelayDownMilliseconds) + " ms"
+                + (network.heldForBandwidth > 0 ? ", publishing waited for bandwidth \(network.heldForBandwidth) times" : ""))
+        }
         lines.append("  latency (ms)  kind                 count      p50      p90      p99    p99.9      max")
         for kind in report.latency.kindsWithSamples {
             let origin: LatencyOrigin = [.puback, .pubrec, .pubcomp, .endToEnd, .requestResponse, .scheduleLag].contains(kind)

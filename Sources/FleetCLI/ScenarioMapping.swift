@@ -170,6 +170,7 @@ enum ScenarioMapping {
             engineFleet.connectTimeout = fleet.ackTimeouts.connect.nanoseconds
             engineFleet.startOffset = ramp?.offset ?? 0
             engineFleet.ramp = ramp?.ramp
+            engineFleet.network = fleet.network.map(Self.networkProfile)
             if willVaries {
                 engineFleet.sessionSettings = { index, clientID in settings(will: willFor(index, clientID)) }
             }
@@ -216,4 +217,34 @@ enum ScenarioMapping {
         for property in will.properties.userProperties { properties.append(.userProperty(name: property.name, value: property.value)) }
         return properties
     }
+
+    /// The scenario's `network` as the engine runs it (durations in ns, rates in bit/s).
+    static func networkProfile(_ conditions: NetworkConditions) -> EngineNetworkProfile {
+        func delay(_ value: NetworkConditions.Delay) -> NetworkDelay {
+            switch value {
+            case .fixed(let span): return .fixed(span.nanoseconds)
+            case .distribution(let p50, let p99): return .distribution(p50: p50.nanoseconds, p99: p99.nanoseconds)
+            }
+        }
+        var profile = EngineNetworkProfile(name: conditions.name)
+        profile.fraction = conditions.fraction
+        profile.latencyUp = delay(conditions.latencyUp)
+        profile.latencyDown = delay(conditions.latencyDown)
+        profile.jitter = conditions.jitter.nanoseconds
+        profile.bandwidthUp = conditions.bandwidthUp ?? 0
+        profile.bandwidthDown = conditions.bandwidthDown ?? 0
+        profile.loss = conditions.loss.map {
+            NetworkLoss(rate: $0.rate, burst: $0.burst, dropInterval: $0.dropInterval?.nanoseconds ?? 0)
+        }
+        profile.outages = conditions.outages.map {
+            NetworkOutages(meanInterval: $0.meanInterval.nanoseconds, duration: $0.minimum.nanoseconds...$0.maximum.nanoseconds)
+        }
+        return profile
+    }
+}
+
+/// A scenario's `network` (a preset or an object) as the engine runs it; for benchmarks and tools that build
+/// engine configurations without a scenario file.
+public func engineNetworkProfile(_ conditions: NetworkConditions) -> EngineNetworkProfile {
+    ScenarioMapping.networkProfile(conditions)
 }

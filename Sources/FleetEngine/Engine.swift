@@ -162,6 +162,15 @@ public final class Engine: @unchecked Sendable {
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
+            let shape: NetworkShape?
+            if let profile = settings.network {
+                if let problem = profile.validationError {
+                    throw EngineConfigurationError(message: problem, fleet: settings.name)
+                }
+                shape = NetworkShape(profile)
+            } else {
+                shape = nil
+            }
             let endpoints = settings.endpoints.map { endpoint in
                 (endpoint.address, endpoint.transport.tls == nil && endpoint.transport.webSocket == nil
                     ? nil : TransportEndpoint(endpoint))
@@ -262,6 +271,12 @@ public final class Engine: @unchecked Sendable {
                     subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
+                if let shape, shape.profile.applies(to: index, of: settings.count) {
+                    let lane = Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane
+                    perLane[lane][perLane[lane].count - 1].network = NetworkLink(
+                        shape: shape, seed: configuration.seed, globalIndex: global,
+                        tracksAcks: settings.streams.contains { $0.qos == .atLeastOnce } || settings.responder?.qos == .atLeastOnce)
+                }
             }
         }
         // What each subscriber is owed: the tracked streams its plain filters match (under its own key) and those
@@ -508,6 +523,7 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
                 fleetResults[fleet].churnSkipped += values.churnSkipped
                 fleetResults[fleet].offline.add(values.offline)
+                fleetResults[fleet].network.add(values.network)
                 fleetResults[fleet].requestsAnswered += values.requestsAnswered
                 fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
                 fleetResults[fleet].responsesReceived += values.responsesReceived
@@ -611,6 +627,11 @@ public final class Engine: @unchecked Sendable {
         }
         result.peakConnected = gauges.total.peak
         for fleet in fleetResults.indices { fleetResults[fleet].peakConnected = gauges.fleets[fleet].peak }
+        for lane in lanes {
+            lane.queue.sync {
+                for client in lane.clients where client.network != nil { fleetResults[client.fleet].networkClients += 1 }
+            }
+        }
         for (fleet, values) in fleetResults.enumerated() {
             result.counters.add(values.counters)
             result.latency.add(values.latency)
@@ -621,6 +642,7 @@ public final class Engine: @unchecked Sendable {
             result.unsentAtEnd += values.unsentAtEnd
             result.unackedAtEnd.add(values.unackedAtEnd)
             result.generatorLag.add(values.generatorLag)
+            result.network.add(values.network)
             for qos in 0..<3 { result.delivery[qos].add(values.delivery[qos]) }
             result.fleets[fleets[fleet].configuration.name] = values
         }
@@ -911,6 +933,8 @@ public struct EngineResult: Sendable {
     public var unackedAtEnd = PerQoSCounts()
     /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
     public var generatorLag = HDRHistogram()
+    /// Emulated network conditions over every fleet (`Lane+Network`).
+    public var network = NetworkCounters()
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
     /// 0 means every receive time was taken as soon as the bytes could be read.
     public var coalescingPauses: UInt64 = 0
@@ -988,6 +1012,10 @@ public struct EngineFleetResult: Sendable {
     public var churnSkipped: UInt64 = 0
     /// Offline store-and-forward: buffered, flushed and overflowed messages (`OfflineBuffer`).
     public var offline = OfflineCounts()
+    /// What the fleet's emulated links did (`Lane+Network`); zero without a `network` profile.
+    public var network = NetworkCounters()
+    /// The fleet's clients with the profile (exactly ⌊count × fraction⌋).
+    public var networkClients = 0
     /// This fleet's TLS and WebSocket failures by reason text (see `EngineResult.transportErrors`).
     public var transportErrors: [String: UInt64] = [:]
 

@@ -160,6 +160,9 @@ public struct EngineFleet: Sendable {
     /// Simulated vehicles behind `{vehicle.*}` (client k drives vehicle k of the run's global numbering); their
     /// tunnels cut the link while a vehicle is inside (`Lane+Vehicle`).
     public var vehicle: VehicleModel? = nil
+    /// Network conditions emulated for (a fraction of) the fleet's clients (`Lane+Network`); nil: none, and
+    /// no cost on any message path.
+    public var network: EngineNetworkProfile?
 
     public init(name: String, count: Int, clientID: @escaping @Sendable (Int) -> String,
                 session: MQTTSessionSettings,

@@ -119,6 +119,7 @@ extension Lane {
         gauges.total.increment()
         gauges.fleets[fleet].increment()
         metrics.fleets[fleet].connected += 1
+        if let link = clients[client].network { networkConnected(client, link) }
     }
 
     func markDisconnected(_ client: Int) {
@@ -151,6 +152,7 @@ extension Lane {
 
     func closeSocket(_ client: Int, abortive: Bool) {
         guard let socket = clients[client].socket else { return }
+        if let link = clients[client].network { networkClosed(client, link) }
         if let transport = clients[client].transport {
             if !abortive { closeLayers(client, transport, socket: socket) }
             clients[client].transport = nil
@@ -253,7 +255,7 @@ extension Lane {
         var mark: Int32 = 1
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
-           clients[client].phase == .connected, clients[client].subscriptions.isEmpty {
+           clients[client].phase == .connected, clients[client].subscriptions.isEmpty, clients[client].network == nil {
             let missing = min(freeWindowSlotsMissing(client), clients[client].session.inFlightCount)
             if missing >= 2 { mark = Int32(4 * missing) }
         }
@@ -343,6 +345,7 @@ extension Lane {
     /// Hands `count` freshly read bytes to the session. Whole packets are decoded straight from the lane's read
     /// buffer; only the bytes of an unfinished packet are copied into the client. False when the client closed.
     func receive(_ client: Int, bytes: UnsafeRawBufferPointer) -> Bool {
+        if let link = clients[client].network, !link.delivering { return queueInbound(client, link, bytes) }
         let count = bytes.count
         var sink = LaneSessionSink(lane: self, client: client)
         if clients[client].inbound.isEmpty {
@@ -393,6 +396,11 @@ extension Lane {
         guard scratch.readableCount > 0 else { return }
         defer { scratch.clear() }
         guard clients[client].socket != nil else { return }
+        // At the end of the run the DISCONNECT goes out at once: the socket is closed right after it.
+        if let link = clients[client].network, !stopping {
+            queueOutbound(client, link)
+            return
+        }
         // Layered clients collect the turn's MQTT bytes as plaintext, framed and encrypted at flush.
         let target = clients[client].transport?.plaintext ?? clients[client].outbound
         let appended = scratch.withUnsafeReadableBytes { target.append($0) }

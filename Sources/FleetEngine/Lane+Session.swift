@@ -188,7 +188,7 @@ extension Lane {
         guard publishing, clients[client].phase == .connected else { return }
         // Backpressure: while the socket has not taken the last batch, produce nothing more. The backlog stays
         // in the schedule, where it shows as schedule lag; `flush` wakes this again once the buffer drained.
-        guard !clients[client].wantsWritable else {
+        guard !clients[client].wantsWritable, clients[client].network?.held != true else {
             wheel.cancel(client: client, kind: TimerKind.publish)
             return
         }

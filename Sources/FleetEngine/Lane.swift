@@ -97,6 +97,9 @@ final class Lane: @unchecked Sendable {
     var sourceAddresses: [SocketAddress]
 
     static let timerToken: UInt64 = .max
+    /// Some fleet of the run emulates network conditions: subscribers then also record the broker-side
+    /// end-to-end latency (`Lane+Network`), whoever published.
+    let networkEmulation: Bool
 
     init(index: Int, fleets: [FleetRuntime], clients: [SimulatedClient], configuration: EngineConfiguration,
          laneCount: Int, start: UInt64, gauges: ConnectedGauges) throws {
@@ -112,7 +115,11 @@ final class Lane: @unchecked Sendable {
         self.fleetClients = fleetClients
         self.brokers = configuration.brokers
         self.sourceAddresses = configuration.sourceAddresses
-        self.wheel = TimingWheel(clientCapacity: max(clients.count, 1), kindsPerClient: TimerKind.count,
+        // Four more timers per client only where some client emulates a network: others pay nothing for it.
+        let emulatesNetwork = clients.contains { $0.network != nil }
+        self.networkEmulation = configuration.fleets.contains { $0.network != nil }
+        self.wheel = TimingWheel(clientCapacity: max(clients.count, 1),
+                                 kindsPerClient: emulatesNetwork ? TimerKind.countWithNetwork : TimerKind.count,
                                  tickNanoseconds: configuration.tickNanoseconds, origin: start)
         self.pacers = fleets.map { fleet in
             let rate = fleet.configuration.connectRate.map { $0 / Double(laneCount) }
@@ -247,6 +254,10 @@ final class Lane: @unchecked Sendable {
             case TimerKind.publish: publishDue(expired.client)
             case TimerKind.connectTimeout: connectTimedOut(expired.client)
             case TimerKind.lowWatermarkProbe: probeLowWatermark(expired.client)
+            case TimerKind.networkOut: releaseOutbound(expired.client)
+            case TimerKind.networkIn: releaseInbound(expired.client)
+            case TimerKind.networkDrop: networkDropDue(expired.client)
+            case TimerKind.networkOutage: networkOutageDue(expired.client)
             default: break
             }
         }
@@ -292,4 +303,10 @@ enum TimerKind {
     static let connectTimeout = 3
     static let lowWatermarkProbe = 4
     static let count = 5
+    /// Emulated network conditions (`Lane+Network`): only lanes with a client that has a profile have these.
+    static let networkOut = 5
+    static let networkIn = 6
+    static let networkDrop = 7
+    static let networkOutage = 8
+    static let countWithNetwork = 9
 }

@@ -75,6 +75,8 @@ public struct FleetLaneMetrics: Sendable {
     /// TLS/WebSocket failures by reason text, at most `LaneMetrics.transportErrorKinds` distinct texts (further
     /// ones counted under "other transport error") so a hostile peer cannot grow it without bound.
     public var transportErrors: [String: UInt64] = [:]
+    /// Emulated network conditions: stalls, drops, outages, delays (`Lane+Network`).
+    public var network = NetworkCounters()
     /// Clients of the fleet connected now (the run's peaks are kept by `ConnectedGauge`: lanes' peaks do not add).
     public var connected = 0
 

@@ -31,6 +31,10 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     let isRequestStream: [Bool]
     /// Per stream index: the request timeout in ns (0: none).
     let requestTimeouts: [UInt64]
+    /// The client's emulated link (nil without a network profile), taken before the session call.
+    let network: NetworkLink?
+    /// Some fleet emulates network conditions: record the broker-side end-to-end latency too.
+    let brokerSide: Bool
 
     init(lane: Lane, client: Int) {
         self.lane = lane
@@ -52,6 +56,8 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         self.subscriberKey = lane.clients[client].deliveryKey
         self.deliveryRoutes = lane.clients[client].deliveryRoutes
         self.retainAsPublished = lane.clients[client].retainAsPublished
+        self.network = lane.clients[client].network
+        self.brokerSide = lane.networkEmulation
     }
 
     mutating func sessionEvent(_ event: MQTTSessionEvent) {
@@ -74,6 +80,11 @@ struct LaneSessionSink: MQTTSessionEventHandler {
                 lane.metrics.fleets[fleet].counters.acked[.exactlyOnce] += 1
             }
             lane.metrics.fleets[fleet].latency.record(kind, intendedAt: ack.intendedAt, sentAt: ack.sentAt, completedAt: now)
+            // From the PUBLISH leaving the emulated link to the PUBACK reaching it: the two emulated delays out.
+            if kind == .puback, let network, let released = network.releaseOfChunk(queuedAt: ack.sentAt) {
+                lane.metrics.fleets[fleet].latency.record(.pubackBrokerSide, startedAt: released,
+                                                          completedAt: network.deliveringReadAt)
+            }
             if ack.kind != .pubRec { windowOpened = true }
         case .publishDropped:
             lane.metrics.fleets[fleet].abandonedPublishes += 1
@@ -143,6 +154,12 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         // Someone else's request or reply (3.1.1 reply filters catch every requester's replies): no accounting.
         if Int(header.streamID) < lane.streamTracked.count, !lane.streamTracked[Int(header.streamID)] { return }
         lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
+        if brokerSide {
+            // The send time of a publisher with a profile is when its bytes left its emulated link (stamped at
+            // release); this end is when they were read here, before this client's own emulated delay.
+            lane.metrics.fleets[fleet].latency.record(.endToEndBrokerSide, startedAt: sentAt,
+                                                      completedAt: network?.deliveringReadAt ?? now)
+        }
         let key = (deliveryRoutes?.key(topic: topic) ?? subscriberKey) | UInt64(header.streamID)
         let stream: Int
         if let known = lane.metrics.deliveryKeys[key] {

@@ -111,6 +111,8 @@ struct SimulatedClient {
     let endpoint: TransportEndpoint?
     let source: SocketAddress?
     var session: MQTTClientSession
+    /// Emulated network conditions (`Lane+Network`); nil for clients without a profile.
+    var network: NetworkLink? = nil
     var phase: ClientPhase = .idle
     var socket: TCPSocket?
     /// Layer state of the current connection (TLS/WebSocket endpoints only).

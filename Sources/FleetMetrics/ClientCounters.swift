@@ -153,6 +153,10 @@ public enum DisconnectReason: Hashable, Sendable {
     case tunnel
     /// A scenario's churn fault disconnected the client cleanly (DISCONNECT) to reconnect it.
     case churn
+    /// An emulated link drop ended the connection (`network.loss.drop_interval`).
+    case networkDrop
+    /// An emulated network outage cut the connection (`network.outages`).
+    case networkOutage
 
     public var reportName: String {
         switch self {
@@ -164,6 +168,8 @@ public enum DisconnectReason: Hashable, Sendable {
         case .protocolError: return "protocol_error"
         case .tunnel: return "tunnel"
         case .churn: return "churn"
+        case .networkDrop: return "network_drop"
+        case .networkOutage: return "network_outage"
         }
     }
 }

@@ -15,6 +15,10 @@ public enum LatencyKind: Int, CaseIterable, Sendable {
     case scheduleLag
     /// PINGREQ written to PINGRESP received (keep alive round trip). Last, so the other kinds keep their slots.
     case pingresp
+    /// With emulated network conditions (`network` on a fleet): the same as `puback` and `endToEnd` from the bytes
+    /// leaving the sender's emulated link to their reaching the receiver's, so without the emulated delays: the
+    /// broker's (and loopback's) part. Only the `.sent` origin is kept.
+    case pubackBrokerSide, endToEndBrokerSide
 
     /// The key used in report.json (`latency_ms.<name>`) and the tag in latency.hlog.
     public var reportName: String {
@@ -32,6 +36,8 @@ public enum LatencyKind: Int, CaseIterable, Sendable {
         case .requestResponse: return "request_response"
         case .scheduleLag: return "schedule_lag"
         case .pingresp: return "pingresp"
+        case .pubackBrokerSide: return "puback_broker"
+        case .endToEndBrokerSide: return "end_to_end_broker"
         }
     }
 

@@ -31,6 +31,8 @@ public enum RunActivity: String, CaseIterable, Sendable {
     case webSocket
     /// A fleet's keep alive is on and shorter than the run: a client idle that long sends PINGREQ.
     case keepAlive
+    /// A fleet emulates network conditions (`network`).
+    case network
 
     /// For the refusal message: "… needs <this>".
     public var explanation: String {
@@ -44,6 +46,7 @@ public enum RunActivity: String, CaseIterable, Sendable {
         case .tls: return "a TLS broker or fleet (mqtts://, wss://, \"transport\": \"mqtts\")"
         case .webSocket: return "a WebSocket broker or fleet (ws://, wss://, \"transport\": \"ws\")"
         case .keepAlive: return "a fleet whose keepalive is on and shorter than the run (an idle client then pings)"
+        case .network: return "a fleet with emulated network conditions (\"network\")"
         }
     }
 }
@@ -138,6 +141,12 @@ public enum MetricCatalog {
                      source: .needs(.requests), meaning: "request's intended send to its response received"),
         LatencyEntry(name: "schedule_lag", kind: .scheduleLag, origin: .intended, report: "schedule_lag",
                      source: .needs(.publishes), meaning: "how late a message left compared with its schedule"),
+        LatencyEntry(name: "puback_broker", kind: .pubackBrokerSide, origin: .sent, report: "puback_broker",
+                     source: .needs(.network),
+                     meaning: "QoS 1 PUBLISH leaving the vehicle's emulated link to its PUBACK reaching it: puback without the emulated delays"),
+        LatencyEntry(name: "end_to_end_broker", kind: .endToEndBrokerSide, origin: .sent, report: "end_to_end_broker",
+                     source: .needs(.network),
+                     meaning: "a message leaving the publisher's emulated link to reaching the subscriber's: end_to_end without the emulated delays"),
     ]
 
     /// The statistics of every latency kind, in report.json's order.
@@ -230,6 +239,11 @@ public enum MetricCatalog {
                "buffered messages sent after the reconnect"),
         Metric("offline.overflowed", .number, report: "offline.overflowed", .needs(.publishes),
                "buffered messages lost to a full buffer (never published, owed to no subscriber)"),
+        // Emulated network conditions, over every fleet with a `network` key (per fleet: report.json `network`).
+        Metric("network.stalls", .number, report: nil, .needs(.network),
+               "sends that stalled one retransmission timeout (emulated bursty loss)"),
+        Metric("network.drops", .number, report: nil, .needs(.network), "emulated link drops that ended a connection"),
+        Metric("network.outages", .number, report: nil, .needs(.network), "emulated outages that cut a connection"),
         // The generator's own health.
         Metric("generator.schedule_lag_p50", .time, report: "generator.schedule_lag_ms.p50", "median schedule lag"),
         Metric("generator.schedule_lag_p99", .time, report: "generator.schedule_lag_ms.p99", "schedule lag, 99th percentile"),

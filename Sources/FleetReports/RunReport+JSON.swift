@@ -40,6 +40,7 @@ extension RunReport {
         var fleetValues: [JSONValue] = []
         for fleet in fleets { fleetValues.append(try fleet.jsonValue()) }
         root.append(JSONMember("fleets", .array(fleetValues)))
+        root.append(contentsOf: networkMembers)
         if let segments {
             root.append(JSONMember("segments", .object([
                 JSONMember("index", segments.index.map { .integer(Int64($0)) } ?? .null),

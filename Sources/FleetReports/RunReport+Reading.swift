@@ -132,6 +132,7 @@ extension RunReport {
         downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
         requests = try RequestSummary(try top.optionalObject("requests"))
         offline = try OfflineSummary(try top.optionalObject("offline"))
+        network = try Self.readNetwork(top)
         if let object = try top.optionalObject("segments") {
             var index: Int?
             if case .integer(let value)? = object.value["index"] { index = Int(value) }

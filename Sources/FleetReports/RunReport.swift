@@ -46,6 +46,8 @@ public struct RunReport: Sendable {
     public var environment: EnvironmentInfo
     /// Segmented runs (`run --segment K/N`) and their merge; nil for an ordinary run.
     public var segments: SegmentInfo?
+    /// Fleets with emulated network conditions (`NetworkReport`); empty when none has any.
+    public var network: [NetworkReport] = []
 
     public init(
         toolVersion: String, scenario: ScenarioInfo, run: RunInfo, brokers: [String] = [],

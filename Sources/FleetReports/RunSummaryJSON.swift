@@ -17,7 +17,7 @@ public enum RunSummaryJSON {
             guard histogram.totalCount > 0 else { continue }
             latency.append(JSONMember(kind.reportName, .object(LatencySummary(histogram).members)))
         }
-        return .object([
+        var members: [JSONMember] = [
             JSONMember("schema", .string(schema)),
             JSONMember("scenario", .string(report.scenario.name)),
             JSONMember("verdict", .string(verdict)),
@@ -45,7 +45,10 @@ public enum RunSummaryJSON {
                 JSONMember("unsent_at_end", .count(report.generator.unsentAtEnd)),
                 JSONMember("abandoned_publishes", .count(report.generator.abandonedPublishes)),
             ])),
-        ])
+        ]
+        // As report.json: only when some fleet emulates network conditions.
+        members.append(contentsOf: report.networkMembers)
+        return .object(members)
     }
 
     /// Messages per second to three decimals.

@@ -319,6 +319,7 @@ struct ScenarioDecoder {
         "session_expiry", "will", "credentials", "tls", "source_addresses", "connect_rate", "max_connects_in_flight",
         "reconnect", "ack_timeouts", "inflight_window", "subscriptions", "publish", "requests", "respond", "heartbeat",
         "vehicle", "identities",
+        "network",
     ]
 
     func decodeFleet(_ value: JSONValue, _ path: JSONPath) -> Fleet? {
@@ -402,6 +403,7 @@ struct ScenarioDecoder {
             context.error(path.appending("client_id"), "client ids come from the identities file; remove client_id", atKey: true)
         }
         checkVehicleGenerators(fleet, path, object: object)
+        fleet.network = object.optional("network", decodeNetwork)
         if name == nil || count == nil { return nil }
         return fleet
     }

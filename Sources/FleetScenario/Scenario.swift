@@ -149,6 +149,8 @@ public struct Fleet: Equatable, Sendable {
     public var requests: [RequestStream] = []
     public var responder: Responder?
     public var heartbeat: Heartbeat?
+    /// Network conditions emulated for (a fraction of) the fleet's vehicles.
+    public var network: NetworkConditions?
     /// Simulated vehicles behind `{vehicle.*}` (`vehicle`).
     public var vehicle: VehicleSetting?
     /// Client ids and credentials per client, by index (`identities`).

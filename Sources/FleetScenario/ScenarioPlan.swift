@@ -27,6 +27,8 @@ public struct ScenarioPlan: Equatable, Sendable {
         public var streams: [StreamPlan]
         /// Lines about the fleet's vehicles, identities and minted certificates (empty when it has none).
         public var details: [String] = []
+        /// "lte on 40 clients (latency ...)": the fleet's emulated link, nil without `network`.
+        public var network: String? = nil
     }
 
     public var scenario: String
@@ -94,8 +96,13 @@ public struct ScenarioPlan: Equatable, Sendable {
                                           qos: heartbeat.qos, perClientRate: rate, totalRate: rate * clients,
                                           fanOut: fanOut(heartbeat.topic, from: fleet)))
             }
-            return FleetPlan(name: fleet.name, clients: fleet.count, protocolVersion: fleet.protocolVersion, streams: streams,
-                             details: Self.details(fleet))
+            var plan = FleetPlan(name: fleet.name, clients: fleet.count, protocolVersion: fleet.protocolVersion, streams: streams,
+                                 details: Self.details(fleet))
+            if let network = fleet.network {
+                let linked = Int((Double(fleet.count) * network.fraction).rounded(.down))
+                plan.network = "\(network.name) on \(linked) client\(linked == 1 ? "" : "s") (\(network.summary))"
+            }
+            return plan
         }
         var start = TimeSpan.zero
         var starts: [(start: TimeSpan, stage: Stage)] = []
@@ -131,6 +138,7 @@ public struct ScenarioPlan: Equatable, Sendable {
                 if let offline = stream.offline { line += "; offline buffer \(offline.buffer), \(offline.overflow.rawValue)" }
                 lines.append(line)
             }
+            if let network = fleet.network { lines.append("    network \(network)") }
             for detail in fleet.details { lines.append("    " + detail) }
         }
         for entry in stageStarts {

@@ -12,7 +12,7 @@ struct MetricCatalogRunTests {
           "name": "every-metric",
           "duration": "4s",
           "fleets": [
-            {"name": "cars", "count": 2, "keepalive": "10s",
+            {"name": "cars", "count": 2, "keepalive": "10s", "network": {"latency": "2ms"},
              "publish": [
                {"topic": "cat/{client_id}/q0", "qos": 0, "schedule": {"type": "rate", "per_second": 10}, "payload": {"size": 40}},
                {"topic": "cat/{client_id}/q1", "qos": 1, "schedule": {"type": "rate", "per_second": 10}, "payload": {"size": 40}},

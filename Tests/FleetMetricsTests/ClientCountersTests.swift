@@ -70,8 +70,10 @@ struct ClientCountersTests {
         #expect(DisconnectReason.ackTimeout(.pingresp).reportName == "pingresp_timeout")
         #expect(LatencyKind.allCases.map(\.reportName) == [
             "tcp_connect", "tls_handshake", "ws_upgrade", "connect", "subscribe", "unsubscribe", "puback", "pubrec",
-            "pubcomp", "end_to_end", "request_response", "schedule_lag", "pingresp",
+            "pubcomp", "end_to_end", "request_response", "schedule_lag", "pingresp", "puback_broker", "end_to_end_broker",
         ])
+        #expect(DisconnectReason.networkDrop.reportName == "network_drop")
+        #expect(DisconnectReason.networkOutage.reportName == "network_outage")
         #expect(LatencyKind(reportName: "end_to_end") == .endToEnd)
         #expect(LatencyKind(reportName: "nope") == nil)
     }

@@ -70,9 +70,9 @@ struct ThresholdTests {
         #expect(Set(reportKeys).count == reportKeys.count)
         #expect(MetricCatalog.families == [
             "latency", "connections", "messages", "delivery", "ack_timeouts", "downgrades", "rates", "requests", "offline",
-            "generator",
+            "network", "generator",
         ])
-        #expect(MetricCatalog.all.filter { $0.threshold && $0.path.hasPrefix("latency.") }.count == 14 * 8)
+        #expect(MetricCatalog.all.filter { $0.threshold && $0.path.hasPrefix("latency.") }.count == 16 * 8)
         #expect(MetricCatalog.unit(of: "latency.request_response.p999") == .time)
         #expect(MetricCatalog.unit(of: "latency.pingresp.p99") == .time)
         #expect(MetricCatalog.unit(of: "delivery.qos2.reordered") == .number)
@@ -82,6 +82,8 @@ struct ThresholdTests {
         #expect(MetricCatalog.metric("latency.end_to_end_actual.p50")?.report == "latency_ms.end_to_end.from_sent.p50")
         #expect(MetricCatalog.metric(reportKey: "connections.failed_by_reason.refused")?.path == "connections.failed_by_reason.*")
         #expect(MetricCatalog.metric(reportKey: "generator.dropped_slots")?.path == "generator.dropped")
+        #expect(MetricCatalog.metric("latency.puback_broker.p50")?.report == "latency_ms.puback_broker.p50")
+        #expect(MetricCatalog.metric("network.stalls")?.source == .needs(.network))
     }
 
     @Test("a metric no run produces is refused with the reason", arguments: [

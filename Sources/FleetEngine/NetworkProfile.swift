@@ -1,0 +1,330 @@
+import Glibc
+
+/// A one-way delay: fixed, or drawn per send from a log-normal fitted to a median and a 99th percentile
+/// (radio links have a long right tail; a log-normal is the usual two-parameter fit for it).
+public enum NetworkDelay: Sendable, Equatable {
+    case fixed(UInt64)
+    case distribution(p50: UInt64, p99: UInt64)
+
+    /// The median (ns), which `NetworkShape` uses for the retransmission timeout.
+    public var median: UInt64 {
+        switch self {
+        case .fixed(let value): return value
+        case .distribution(let p50, _): return p50
+        }
+    }
+}
+
+/// What a TCP client sees of packet loss. TCP retransmits, so an application never sees a lost packet: it sees
+/// its bytes stall for about one retransmission timeout, in bursts (Gilbert-Elliott: a good and a bad state),
+/// and now and then a link that drops and ends the connection.
+public struct NetworkLoss: Sendable, Equatable {
+    /// Share of sends that hit a loss (the bad state's stationary probability), 0...1.
+    public var rate: Double
+    /// Mean number of sends in a row that hit a loss once one did (≥ 1).
+    public var burst: Double
+    /// Mean time between link drops that end the connection (ns, exponential gaps); 0: none.
+    public var dropInterval: UInt64
+
+    public init(rate: Double, burst: Double = 1, dropInterval: UInt64 = 0) {
+        self.rate = rate
+        self.burst = burst
+        self.dropInterval = dropInterval
+    }
+}
+
+/// Periods without any link (a tunnel, a car park): the connection ends and the vehicle reconnects when the
+/// outage is over (by its fleet's reconnect policy).
+public struct NetworkOutages: Sendable, Equatable {
+    /// Mean time between outages (ns, exponential gaps, counted from each connect).
+    public var meanInterval: UInt64
+    /// Each outage lasts a uniform draw from this range (ns).
+    public var duration: ClosedRange<UInt64>
+
+    public init(meanInterval: UInt64, duration: ClosedRange<UInt64>) {
+        self.meanInterval = meanInterval
+        self.duration = duration
+    }
+}
+
+/// The network conditions of (a fraction of) a fleet's vehicles, emulated in the lane: each direction's bytes
+/// wait in a per-client queue until their release time. See `Lane+Network`.
+public struct EngineNetworkProfile: Sendable, Equatable {
+    /// The preset it came from ("lte"), or "custom".
+    public var name: String
+    /// Share of the fleet's clients with this profile, spread evenly over the indices (`applies(to:of:)`).
+    public var fraction: Double = 1
+    /// One-way delay vehicle → broker and broker → vehicle.
+    public var latencyUp: NetworkDelay = .fixed(0)
+    public var latencyDown: NetworkDelay = .fixed(0)
+    /// Each delay draw is moved by a uniform amount in ±jitter (ns), never below 0.
+    public var jitter: UInt64 = 0
+    /// Bits per second; 0: unlimited.
+    public var bandwidthUp: UInt64 = 0
+    public var bandwidthDown: UInt64 = 0
+    public var loss: NetworkLoss?
+    public var outages: NetworkOutages?
+
+    public init(name: String = "custom") { self.name = name }
+
+    /// Whether client `index` of a fleet of `count` has the profile: exactly ⌊count × fraction⌋ clients, spread
+    /// evenly (client i has it when ⌊(i + 1)·f⌋ > ⌊i·f⌋), so a prefix of the fleet is never the only part.
+    public func applies(to index: Int, of count: Int) -> Bool {
+        if fraction >= 1 { return true }
+        if fraction <= 0 { return false }
+        return (Double(index + 1) * fraction).rounded(.down) > (Double(index) * fraction).rounded(.down)
+    }
+
+    /// Problems that make the profile unusable (the scenario layer reports them with a location first).
+    public var validationError: String? {
+        if !(fraction >= 0 && fraction <= 1) { return "network fraction must be from 0 to 1, got \(fraction)" }
+        for delay in [latencyUp, latencyDown] {
+            if case .distribution(let p50, let p99) = delay, p99 < p50 || p50 == 0 {
+                return "network latency p99 must be at least its p50, and p50 greater than 0"
+            }
+        }
+        if let loss {
+            if !(loss.rate >= 0 && loss.rate < 1) { return "network loss rate must be from 0 to below 1, got \(loss.rate)" }
+            if !(loss.burst >= 1 && loss.burst.isFinite) { return "network loss burst must be at least 1, got \(loss.burst)" }
+        }
+        if let outages, outages.meanInterval == 0 { return "network outages need a mean interval greater than 0" }
+        return nil
+    }
+}
+
+/// A profile turned into the numbers the lane uses per send, computed once per fleet and shared by its clients.
+final class NetworkShape: Sendable {
+    let profile: EngineNetworkProfile
+    /// Log-normal parameters per direction (mu, sigma of ln(ns)); sigma 0 for a fixed delay.
+    let upMu: Double, upSigma: Double, upFixed: UInt64
+    let downMu: Double, downSigma: Double, downFixed: UInt64
+    let jitter: UInt64
+    /// ns per byte × 2^16 per direction (0: unlimited), and the burst a token bucket lets through at once (ns).
+    let upNanosPerByte: UInt64, downNanosPerByte: UInt64
+    let burstNanoseconds: UInt64
+    /// Gilbert-Elliott transitions per send, as thresholds on 64 random bits (0: never).
+    let goodToBad: UInt64, badToGood: UInt64
+    /// One retransmission timeout: Linux's is the smoothed RTT plus at least 200 ms (its minimum RTO term).
+    let retransmissionTimeout: UInt64
+    /// Queued outbound bytes at which publishing waits, as a full socket send buffer makes it wait.
+    let sendBufferBytes: Int
+
+    /// z of the 99th percentile of the standard normal.
+    static let z99 = 2.326_347_874_040_841
+
+    init(_ profile: EngineNetworkProfile) {
+        self.profile = profile
+        func parameters(_ delay: NetworkDelay) -> (Double, Double, UInt64) {
+            switch delay {
+            case .fixed(let value): return (0, 0, value)
+            case .distribution(let p50, let p99):
+                let mu = log(Double(max(p50, 1)))
+                return (mu, max(0, (log(Double(max(p99, 1))) - mu) / Self.z99), 0)
+            }
+        }
+        (upMu, upSigma, upFixed) = parameters(profile.latencyUp)
+        (downMu, downSigma, downFixed) = parameters(profile.latencyDown)
+        jitter = profile.jitter
+        func nanosPerByte(_ bitsPerSecond: UInt64) -> UInt64 {
+            bitsPerSecond == 0 ? 0 : UInt64((8e9 * 65536 / Double(bitsPerSecond)).rounded())
+        }
+        upNanosPerByte = nanosPerByte(profile.bandwidthUp)
+        downNanosPerByte = nanosPerByte(profile.bandwidthDown)
+        burstNanoseconds = 10_000_000
+        if let loss = profile.loss, loss.rate > 0 {
+            // Stationary bad share = p(G→B) / (p(G→B) + p(B→G)); mean bad run = 1 / p(B→G).
+            let badToGood = 1 / loss.burst
+            let goodToBad = min(1, loss.rate * badToGood / (1 - loss.rate))
+            self.goodToBad = Self.threshold(goodToBad)
+            self.badToGood = Self.threshold(badToGood)
+        } else {
+            goodToBad = 0
+            badToGood = 0
+        }
+        retransmissionTimeout = 200_000_000 &+ profile.latencyUp.median &+ profile.latencyDown.median
+        let upBytesPerSecond = profile.bandwidthUp / 8
+        sendBufferBytes = upBytesPerSecond == 0 ? 4 << 20 : max(4096, Int(upBytesPerSecond))
+    }
+
+    static func threshold(_ probability: Double) -> UInt64 {
+        if probability <= 0 { return 0 }
+        if probability >= 1 { return .max }
+        return UInt64(probability * 0x1p64)
+    }
+}
+
+/// One queued chunk: the bytes up to `end` (an offset into its queue's storage) leave at `release`.
+struct NetworkChunk {
+    var end: Int
+    var release: UInt64
+    var enqueuedAt: UInt64
+}
+
+/// One direction's queue: the bytes in order, the chunk boundaries with their release times. Storage is reused
+/// (`removeAll(keepingCapacity:)` once drained), so a steady client allocates nothing per send.
+struct NetworkQueue {
+    var bytes: [UInt8] = []
+    var consumed = 0
+    var chunks: [NetworkChunk] = []
+    var firstChunk = 0
+    /// Release time of the last chunk queued: a later chunk never leaves before it (TCP keeps order).
+    var lastRelease: UInt64 = 0
+    /// Token bucket as a virtual finish time: the link is busy sending queued bytes until then.
+    var linkFreeAt: UInt64 = 0
+
+    var isEmpty: Bool { firstChunk == chunks.count }
+    var queuedBytes: Int { bytes.count - consumed }
+    var nextRelease: UInt64? { isEmpty ? nil : chunks[firstChunk].release }
+
+    mutating func append(_ input: UnsafeRawBufferPointer, release: UInt64, now: UInt64) {
+        bytes.append(contentsOf: input)
+        chunks.append(NetworkChunk(end: bytes.count, release: release, enqueuedAt: now))
+    }
+
+    /// Drops the first chunk (after its bytes were handed on); empties the storage when nothing is left.
+    mutating func popFirst() {
+        consumed = chunks[firstChunk].end
+        firstChunk += 1
+        if firstChunk == chunks.count {
+            bytes.removeAll(keepingCapacity: true)
+            chunks.removeAll(keepingCapacity: true)
+            consumed = 0
+            firstChunk = 0
+        } else if consumed >= 64 * 1024 && consumed * 2 >= bytes.count {
+            // Compact now and then, so a queue that never drains fully does not grow without bound.
+            bytes.removeSubrange(0..<consumed)
+            for index in firstChunk..<chunks.count { chunks[index].end -= consumed }
+            chunks.removeSubrange(0..<firstChunk)
+            consumed = 0
+            firstChunk = 0
+        }
+    }
+
+    mutating func clear() {
+        bytes = []
+        chunks = []
+        consumed = 0
+        firstChunk = 0
+        lastRelease = 0
+        linkFreeAt = 0
+    }
+}
+
+/// One client's emulated link, owned by its lane (a class so the lane mutates it in place through the client).
+final class NetworkLink {
+    let shape: NetworkShape
+    var random: SeededRandom
+    var up = NetworkQueue()
+    var down = NetworkQueue()
+    /// Gilbert-Elliott state (shared by both directions: one radio link).
+    var lossBad = false
+    /// True while released inbound bytes are handed to the session (they must not be queued again), with the
+    /// time they were read from the socket (the broker-side latencies end there).
+    var delivering = false
+    var deliveringReadAt: UInt64 = 0
+    /// The last released outbound chunks: (queued at, released at), for the broker-side PUBLISH-to-ack time.
+    /// Empty (512 bytes saved per client) for clients that publish nothing at QoS 1.
+    var released: [(UInt64, UInt64)]
+    var releasedNext = 0
+    /// Publishing waits while the queued outbound bytes exceed the shape's send buffer.
+    var held = false
+
+    init(shape: NetworkShape, seed: UInt64, globalIndex: Int, tracksAcks: Bool = true) {
+        self.shape = shape
+        released = tracksAcks ? Array(repeating: (0, 0), count: 32) : []
+        // Its own stream of the run seed, apart from the client's generator: the delays do not shift the
+        // client's other draws (payload values, reconnect jitter), and segments draw the same delays.
+        random = SeededRandom(seed: seed ^ 0x6E65_7477_6F72_6B21, stream: UInt64(globalIndex))
+    }
+
+    /// One one-way delay draw (ns).
+    @inline(__always)
+    func delay(up isUp: Bool) -> UInt64 {
+        let sigma = isUp ? shape.upSigma : shape.downSigma
+        var value: Double
+        if sigma == 0 && (isUp ? shape.upMu : shape.downMu) == 0 {
+            value = Double(isUp ? shape.upFixed : shape.downFixed)
+        } else {
+            value = exp((isUp ? shape.upMu : shape.downMu) + sigma * normal())
+        }
+        if shape.jitter > 0 {
+            value += (random.nextDouble() * 2 - 1) * Double(shape.jitter)
+        }
+        return value <= 0 ? 0 : UInt64(value)
+    }
+
+    /// A standard normal draw (Box-Muller; one of the pair is used, which keeps the state simple).
+    @inline(__always)
+    func normal() -> Double {
+        let u1 = 1 - random.nextDouble()
+        let u2 = random.nextDouble()
+        return (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+    }
+
+    /// The Gilbert-Elliott step for one send: true when it hit a loss (and stalls one retransmission timeout).
+    @inline(__always)
+    func lossStep() -> Bool {
+        guard shape.goodToBad > 0 else { return false }
+        let draw = random.next()
+        if lossBad {
+            if draw < shape.badToGood { lossBad = false }
+        } else if draw < shape.goodToBad {
+            lossBad = true
+        }
+        return lossBad
+    }
+
+    /// When `count` bytes queued now in one direction leave the emulated link: after the token bucket let them
+    /// through, the one-way delay and any stall, and never before the chunk queued before them.
+    /// Returns the release time and whether the send stalled.
+    @inline(__always)
+    func releaseTime(count: Int, up isUp: Bool, now: UInt64) -> (UInt64, Bool) {
+        let nanosPerByte = isUp ? shape.upNanosPerByte : shape.downNanosPerByte
+        var linkFreeAt = isUp ? up.linkFreeAt : down.linkFreeAt
+        var ready = now
+        if nanosPerByte > 0 {
+            let earliest = now > shape.burstNanoseconds ? now - shape.burstNanoseconds : 0
+            let start = max(earliest, linkFreeAt)
+            linkFreeAt = start &+ (UInt64(count) &* nanosPerByte) >> 16
+            ready = max(linkFreeAt, now)
+        }
+        var release = ready &+ delay(up: isUp)
+        let stalled = lossStep()
+        if stalled { release &+= shape.retransmissionTimeout }
+        if isUp {
+            release = max(release, up.lastRelease)
+            up.lastRelease = release
+            up.linkFreeAt = linkFreeAt
+        } else {
+            release = max(release, down.lastRelease)
+            down.lastRelease = release
+            down.linkFreeAt = linkFreeAt
+        }
+        return (release, stalled)
+    }
+
+    func noteReleased(queuedAt: UInt64, releasedAt: UInt64) {
+        guard !released.isEmpty else { return }
+        released[releasedNext] = (queuedAt, releasedAt)
+        releasedNext = (releasedNext + 1) & 31
+    }
+
+    /// The release time of the outbound chunk queued at `queuedAt` (a PUBLISH's send time), if still known.
+    func releaseOfChunk(queuedAt: UInt64) -> UInt64? {
+        guard !released.isEmpty else { return nil }
+        for offset in 1...32 {
+            let entry = released[(releasedNext - offset) & 31]
+            if entry.0 == queuedAt && entry.1 != 0 { return entry.1 }
+        }
+        return nil
+    }
+
+    /// A new connection: nothing of the old one is in flight any more.
+    func reset() {
+        up.clear()
+        down.clear()
+        delivering = false
+        held = false
+        for index in released.indices { released[index] = (0, 0) }
+    }
+}

@@ -1,0 +1,360 @@
+import FleetBroker
+import FleetMetrics
+import FleetTestSupport
+import FleetTransport
+import MQTTCodec
+import MQTTSession
+import Testing
+@testable import FleetEngine
+
+/// Network conditions per vehicle (`Lane+Network`) against a real mosquitto: the emulated delay shows in the
+/// vehicle-seen latencies and not in the broker-side ones, bandwidth caps the byte rate, drops and outages
+/// are counted exactly.
+@Suite("Engine network conditions against mosquitto", .serialized)
+struct EngineNetworkTests {
+    static func fleets(cars: Int, qos: MQTTQoS, perSecond: Double, messages: UInt64, payload: Int = 64,
+                       network: EngineNetworkProfile?,
+                       reconnect: ReconnectPolicy = .none) -> [EngineFleet] {
+        let settings = MQTTSessionSettings(version: .v5, keepAliveSeconds: 30)
+        var carFleet = EngineFleet(
+            name: "cars", count: cars, clientID: { "car-\($0)" }, session: settings,
+            streams: [EngineStream(topic: { index, _ in "cars/\(index)/telemetry" }, qos: qos,
+                                   plan: .rate(perSecond: perSecond), payloadSize: payload, messageLimit: messages)],
+            reconnect: reconnect)
+        carFleet.network = network
+        let backend = EngineFleet(
+            name: "backend", count: 1, clientID: { "backend-\($0)" }, session: settings,
+            subscriptions: { _, _ in [MQTTSubscription(filter: "cars/+/telemetry", qos: .atLeastOnce)] })
+        return [carFleet, backend]
+    }
+
+    static func run(_ fleets: [EngineFleet], port: UInt16, seconds: Double, seed: UInt64 = 11) throws -> EngineResult {
+        let configuration = EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: port)], lanes: 2, seed: seed,
+            readyTimeout: 10_000_000_000, drainTimeout: 3_000_000_000)
+        let engine = try Engine(configuration: configuration)
+        return engine.run(duration: UInt64(seconds * 1e9))
+    }
+
+    @Test("100 ms one way: end-to-end ~+100 ms, PUBACK ~+200 ms; the broker-side figures hold neither")
+    func fixedLatency() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(100_000_000)
+        profile.latencyDown = .fixed(100_000_000)
+        let result = try Self.run(Self.fleets(cars: 5, qos: .atLeastOnce, perSecond: 20, messages: 30, network: profile),
+                                  port: broker.port, seconds: 2.5)
+        let cars = try #require(result.fleets["cars"])
+        let backend = try #require(result.fleets["backend"])
+        #expect(cars.counters.published[.atLeastOnce] == 150)
+        #expect(cars.counters.acked[.atLeastOnce] == 150)
+        #expect(backend.counters.received[.atLeastOnce] == 150)
+        #expect(backend.delivery[1].lost == 0)
+        #expect(cars.networkClients == 5)
+        // A fixed delay and no bandwidth limit: every chunk waited exactly 100 ms each way.
+        #expect(cars.network.chunksUp > 0 && cars.network.chunksDown > 0)
+        #expect(cars.network.delayUpNanoseconds == cars.network.chunksUp * 100_000_000)
+        #expect(cars.network.delayDownNanoseconds == cars.network.chunksDown * 100_000_000)
+        #expect(cars.network.stalls == 0)
+        // The profile's delay is a floor (nothing arrives sooner); the loopback broker adds a few ms at most, and
+        // a timer fires up to a tick (1 ms) after its deadline: 40 ms of room for a loaded 2-core machine.
+        let endToEnd = backend.latency.histogram(.endToEnd, from: .intended)
+        #expect(endToEnd.totalCount == 150)
+        #expect(endToEnd.min >= 100_000)
+        #expect((100_000...140_000).contains(endToEnd.valueAtPercentile(50)))
+        let puback = cars.latency.histogram(.puback, from: .intended)
+        #expect(puback.totalCount == 150)
+        #expect(puback.min >= 200_000)
+        #expect((200_000...240_000).contains(puback.valueAtPercentile(50)))
+        let connect = cars.latency.histogram(.connect, from: .sent)
+        #expect(connect.min >= 200_000)
+        // Broker side: from leaving one emulated link to reaching the other, so without the 100/200 ms.
+        let pubackBroker = cars.latency.histogram(.pubackBrokerSide, from: .sent)
+        #expect(pubackBroker.totalCount == 150)
+        #expect(pubackBroker.valueAtPercentile(50) < 40_000)
+        let endToEndBroker = backend.latency.histogram(.endToEndBrokerSide, from: .sent)
+        #expect(endToEndBroker.totalCount == 150)
+        #expect(endToEndBroker.valueAtPercentile(50) < 40_000)
+        #expect(cars.counters.disconnects == [.clientInitiated: 5])
+
+        // The same run without the profile: the medians differ by the profile's 100 and 200 ms (a tick of timer
+        // slack each way, and 30 ms of room for a loaded machine).
+        let plain = try Self.run(Self.fleets(cars: 5, qos: .atLeastOnce, perSecond: 20, messages: 30, network: nil),
+                                 port: broker.port, seconds: 2.5)
+        let plainEndToEnd = try #require(plain.fleets["backend"]).latency.histogram(.endToEnd, from: .intended)
+        let plainPuback = try #require(plain.fleets["cars"]).latency.histogram(.puback, from: .intended)
+        #expect(plainEndToEnd.totalCount == 150 && plainPuback.totalCount == 150)
+        let addedEndToEnd = Int64(endToEnd.valueAtPercentile(50)) - Int64(plainEndToEnd.valueAtPercentile(50))
+        let addedPuback = Int64(puback.valueAtPercentile(50)) - Int64(plainPuback.valueAtPercentile(50))
+        #expect((95_000...130_000).contains(addedEndToEnd), "end-to-end +\(addedEndToEnd) µs")
+        #expect((195_000...230_000).contains(addedPuback), "PUBACK +\(addedPuback) µs")
+    }
+
+    @Test("over TLS, WebSocket and both: the MQTT bytes are delayed below the layers, every message arrives once",
+          arguments: EngineTransportTests.Layers.allCases)
+    func layered(layers: EngineTransportTests.Layers) throws {
+        let certificates = try TestCertificates.get()
+        let broker = try EngineTransportTests.broker(for: layers, certificates: certificates)
+        defer { broker.stop() }
+        let endpoint = try EngineTransportTests.endpoint(for: layers, broker: broker, caFile: certificates.caFile)
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(20_000_000)
+        profile.latencyDown = .fixed(20_000_000)
+        let fleets = EngineTests.fleets(version: .v5, qos: .atLeastOnce, publishers: 3, messages: 200, subscribers: 2)
+            .map { fleet in
+                var fleet = fleet
+                fleet.network = profile
+                return fleet
+            }
+        let configuration = EngineConfiguration(fleets: EngineTransportTests.withEndpoint(fleets, endpoint), brokers: [],
+                                                lanes: 2, drainTimeout: 3_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
+        EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
+        #expect(result.transportErrors.isEmpty)
+        // Up 20 ms and down 20 ms for the PUBACK; publisher's up and subscriber's down for a delivery.
+        #expect(result.latency.histogram(.puback, from: .intended).min >= 40_000)
+        #expect(result.latency.histogram(.endToEnd, from: .intended).min >= 40_000)
+        #expect(result.latency.histogram(.endToEndBrokerSide, from: .sent).valueAtPercentile(50) < 40_000)
+    }
+
+    @Test("a 64 kbit/s uplink caps the client's byte rate within 5 %, and publishing waits for it")
+    func bandwidthCap() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.bandwidthUp = 64_000
+        // Offered: 100 messages/s of ~215 bytes, about 2.7 times what the link carries.
+        let result = try Self.run(Self.fleets(cars: 1, qos: .atMostOnce, perSecond: 100, messages: 1_000,
+                                              payload: 200, network: profile),
+                                  port: broker.port, seconds: 4)
+        let cars = try #require(result.fleets["cars"])
+        #expect(cars.network.heldForBandwidth > 0)
+        // Steady state: from one second after publishing began to the end of publishing, by the snapshots'
+        // cumulative byte counts and their exact times.
+        let window = result.timeline.filter {
+            $0.intervalEnd >= result.phases.publishStart + 1_000_000_000 && $0.intervalEnd <= result.phases.publishEnd
+        }
+        let first = try #require(window.first)
+        let last = try #require(window.last)
+        #expect(last.intervalEnd - first.intervalEnd >= 1_900_000_000)
+        let bytes = Double(last.fleets[0].counters.bytesOut - first.fleets[0].counters.bytesOut)
+        let rate = bytes / (Double(last.intervalEnd - first.intervalEnd) / 1e9)
+        #expect(rate >= 8_000 * 0.95 && rate <= 8_000 * 1.05, "uplink rate \(rate) B/s, cap 8000 B/s")
+        // Nothing is lost that was counted as published: the queue drains before the run ends.
+        #expect(result.fleets["backend"]?.delivery[0].lost == 0)
+    }
+
+    @Test("a 64 kbit/s downlink: messages reach the subscriber's session no faster, within 5 %")
+    func downlinkCap() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.bandwidthDown = 64_000
+        var fleets = Self.fleets(cars: 1, qos: .atMostOnce, perSecond: 50, messages: 1_000, payload: 200, network: nil)
+        fleets[1].network = profile
+        let result = try Self.run(fleets, port: broker.port, seconds: 4)
+        #expect(result.fleets["backend"]?.networkClients == 1)
+        // Each delivery is one 222-byte PUBLISH (2 fixed header, 2 + 16 topic, 1 property length, 200 payload);
+        // 50 a second offered is 11,100 B/s against the cap's 8,000.
+        let window = result.timeline.filter {
+            $0.intervalEnd >= result.phases.publishStart + 1_000_000_000 && $0.intervalEnd <= result.phases.publishEnd
+        }
+        let first = try #require(window.first)
+        let last = try #require(window.last)
+        #expect(last.intervalEnd - first.intervalEnd >= 1_900_000_000)
+        let messages = Double(last.fleets[1].counters.received.total - first.fleets[1].counters.received.total)
+        let rate = messages * 222 / (Double(last.intervalEnd - first.intervalEnd) / 1e9)
+        #expect(rate >= 8_000 * 0.95 && rate <= 8_000 * 1.05, "downlink rate \(rate) B/s, cap 8000 B/s")
+    }
+
+    @Test("link drops and outages end connections: counted exactly, each one reconnected")
+    func dropsAndOutages() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(5_000_000)
+        profile.latencyDown = .fixed(5_000_000)
+        profile.loss = NetworkLoss(rate: 0.2, burst: 2, dropInterval: 600_000_000)
+        profile.outages = NetworkOutages(meanInterval: 800_000_000, duration: 100_000_000...200_000_000)
+        let result = try Self.run(Self.fleets(cars: 6, qos: .atLeastOnce, perSecond: 10, messages: 1_000, network: profile,
+                                              reconnect: .immediateThenInterval(retries: 100, interval: 50_000_000)),
+                                  port: broker.port, seconds: 3)
+        let cars = try #require(result.fleets["cars"])
+        let network = cars.network
+        #expect(network.stalls > 0)
+        #expect(network.drops > 0)
+        #expect(network.outages > 0)
+        #expect(cars.counters.disconnects[.networkDrop] == network.drops)
+        #expect(cars.counters.disconnects[.networkOutage] == network.outages)
+        // Every cut reconnects, except one per client at most that came too late in the run for it.
+        let cuts = network.drops + network.outages
+        #expect(cars.counters.reconnects <= cuts && cars.counters.reconnects + 6 >= cuts)
+        #expect(network.outageNanoseconds >= network.outages * 100_000_000)
+        #expect(network.outageNanoseconds <= network.outages * 200_000_000)
+        // Each stall waited one retransmission timeout (200 ms + the 10 ms round trip), so the mean delay shows it.
+        let chunks = network.chunksUp + network.chunksDown
+        let delay = network.delayUpNanoseconds + network.delayDownNanoseconds
+        #expect(delay >= chunks * 5_000_000 + network.stalls * 210_000_000 / 2)
+    }
+
+    @Test("clients without a profile get no link and their lanes no network timers; with one, four more per client")
+    func zeroCostWithout() throws {
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
+        let plain = try Engine(configuration: EngineConfiguration(
+            fleets: Self.fleets(cars: 4, qos: .atMostOnce, perSecond: 1, messages: 1, network: nil), brokers: [address], lanes: 2))
+        for lane in plain.lanes {
+            #expect(lane.wheel.kindsPerClient == TimerKind.count)
+            #expect(lane.clients.allSatisfy { $0.network == nil })
+            #expect(!lane.networkEmulation)
+        }
+        var profile = EngineNetworkProfile()
+        profile.fraction = 0.5
+        let half = try Engine(configuration: EngineConfiguration(
+            fleets: Self.fleets(cars: 4, qos: .atMostOnce, perSecond: 1, messages: 1, network: profile), brokers: [address], lanes: 2))
+        let linked = half.lanes.flatMap { $0.clients.filter { $0.network != nil }.map(\.indexInFleet) }
+        #expect(linked.sorted() == [1, 3])
+        // Cars 1 and 3 both sit on lane 1 (clients are striped over the lanes by global index): only it pays.
+        #expect(half.lanes.map(\.wheel.kindsPerClient) == [TimerKind.count, TimerKind.countWithNetwork])
+        #expect(half.lanes.allSatisfy { $0.networkEmulation })
+    }
+
+    @Test("a fraction of the fleet: exactly ⌊count × fraction⌋ clients, spread over the indices")
+    func fraction() {
+        var profile = EngineNetworkProfile()
+        profile.fraction = 0.3
+        let chosen = (0..<10).filter { profile.applies(to: $0, of: 10) }
+        #expect(chosen == [3, 6, 9])
+        #expect((0..<1000).filter { profile.applies(to: $0, of: 1000) }.count == 300)
+        profile.fraction = 1
+        #expect((0..<7).allSatisfy { profile.applies(to: $0, of: 7) })
+    }
+}
+
+/// The link model without sockets: distributions, order, determinism, the token bucket, Gilbert-Elliott.
+@Suite("Network link model")
+struct NetworkLinkTests {
+    static func link(_ profile: EngineNetworkProfile, seed: UInt64 = 3, index: Int = 0) -> NetworkLink {
+        NetworkLink(shape: NetworkShape(profile), seed: seed, globalIndex: index)
+    }
+
+    @Test("a {p50, p99} latency draws a log-normal with that median and 99th percentile")
+    func distribution() {
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .distribution(p50: 45_000_000, p99: 180_000_000)
+        let link = Self.link(profile)
+        var draws = (0..<100_000).map { _ in link.delay(up: true) }
+        draws.sort()
+        let p50 = Double(draws[50_000]), p99 = Double(draws[99_000])
+        #expect(abs(p50 - 45e6) / 45e6 < 0.02, "p50 \(p50)")
+        #expect(abs(p99 - 180e6) / 180e6 < 0.05, "p99 \(p99)")
+    }
+
+    @Test("jitter moves each fixed delay uniformly within ±jitter")
+    func jitter() {
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(50_000_000)
+        profile.jitter = 10_000_000
+        let link = Self.link(profile)
+        let draws = (0..<50_000).map { _ in link.delay(up: true) }
+        #expect(draws.min()! >= 40_000_000 && draws.max()! <= 60_000_000)
+        #expect(draws.min()! < 40_100_000 && draws.max()! > 59_900_000)
+        let mean = Double(draws.reduce(0, +)) / Double(draws.count)
+        #expect(abs(mean - 50e6) < 0.2e6, "mean \(mean)")
+    }
+
+    @Test("same seed and client: the same delays; another client or seed: others")
+    func deterministic() {
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .distribution(p50: 30_000_000, p99: 120_000_000)
+        profile.jitter = 5_000_000
+        profile.loss = NetworkLoss(rate: 0.05, burst: 3)
+        func releases(seed: UInt64, index: Int) -> [UInt64] {
+            let link = Self.link(profile, seed: seed, index: index)
+            return (0..<1000).map { link.releaseTime(count: 100, up: true, now: UInt64($0) * 1_000_000).0 }
+        }
+        #expect(releases(seed: 9, index: 4) == releases(seed: 9, index: 4))
+        #expect(releases(seed: 9, index: 4) != releases(seed: 9, index: 5))
+        #expect(releases(seed: 9, index: 4) != releases(seed: 10, index: 4))
+    }
+
+    @Test("a later chunk never leaves before an earlier one of the same direction")
+    func order() {
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .distribution(p50: 30_000_000, p99: 300_000_000)
+        profile.latencyDown = .distribution(p50: 30_000_000, p99: 300_000_000)
+        let link = Self.link(profile)
+        var last: (up: UInt64, down: UInt64) = (0, 0)
+        for step in 0..<10_000 {
+            let now = UInt64(step) * 500_000
+            let up = link.releaseTime(count: 64, up: true, now: now).0
+            let down = link.releaseTime(count: 4, up: false, now: now).0
+            #expect(up >= last.up && down >= last.down)
+            #expect(up >= now && down >= now)
+            last = (up, down)
+        }
+    }
+
+    @Test("the token bucket lets through the configured bits per second, plus at most its 10 ms burst")
+    func tokenBucket() {
+        var profile = EngineNetworkProfile()
+        profile.bandwidthDown = 2_000_000  // 250,000 bytes/s
+        let link = Self.link(profile)
+        var release: UInt64 = 0
+        for _ in 0..<1000 { release = link.releaseTime(count: 500, up: false, now: 1_000_000_000).0 }
+        // 500,000 bytes offered at once: 2 s at 250,000 B/s, less the 10 ms the bucket held.
+        #expect(release == 1_000_000_000 + 2_000_000_000 - 10_000_000)
+    }
+
+    @Test("Gilbert-Elliott: the stall share is the loss rate and stalls come in bursts of the given mean")
+    func gilbertElliott() {
+        var profile = EngineNetworkProfile()
+        profile.loss = NetworkLoss(rate: 0.05, burst: 4)
+        let link = Self.link(profile)
+        var stalls = 0, runs = 0, previous = false
+        let sends = 200_000
+        for step in 0..<sends {
+            let stalled = link.releaseTime(count: 10, up: step % 2 == 0, now: UInt64(step) * 1_000_000).1
+            if stalled { stalls += 1; if !previous { runs += 1 } }
+            previous = stalled
+        }
+        let share = Double(stalls) / Double(sends)
+        #expect(abs(share - 0.05) < 0.005, "stall share \(share)")
+        let meanRun = Double(stalls) / Double(runs)
+        #expect(abs(meanRun - 4) < 0.3, "mean burst \(meanRun)")
+    }
+
+    @Test("end-to-end headers get the release time; other bytes stay as they were")
+    func stamping() {
+        let header = EndToEndHeader(streamID: 7, sequence: 3, intendedTime: 1000, runID: 99, sentTime: 1000)
+        var payload = [UInt8](repeating: 0, count: 40)
+        payload.withUnsafeMutableBytes { _ = header.writeBinary(to: $0) }
+        var text: [UInt8] = [UInt8(ascii: "{")]
+        header.appendTextField(to: &text, trailingComma: true)
+        text += Array(#""a":1}"#.utf8)
+        for version in [MQTTProtocolVersion.v3_1_1, .v5] {
+            var packet: [UInt8] = []
+            for (qos, body) in [(0, payload), (1, text)] {
+                var variable: [UInt8] = [0, 3] + Array("a/b".utf8)
+                if qos > 0 { variable += [0, 1] }
+                if version == .v5 { variable += [0] }
+                let remaining = variable.count + body.count
+                packet += [0x30 | UInt8(qos << 1), UInt8(remaining)] + variable + body
+            }
+            packet += [0xC0, 0]  // PINGREQ
+            let original = packet
+            packet.withUnsafeMutableBytes { Lane.stampSentTimes($0, at: 123_456_789, version: version) }
+            #expect(packet.count == original.count)
+            let firstPayload = Array(packet[(2 + 5 + (version == .v5 ? 1 : 0))...].prefix(40))
+            let binary = firstPayload.withUnsafeBytes { try? EndToEndHeader.read(from: $0) }
+            #expect(binary?.sentTime == 123_456_789)
+            #expect(binary?.intendedTime == 1000)
+            let textStart = 2 + 5 + (version == .v5 ? 1 : 0) + 40 + 2 + 5 + 2 + (version == .v5 ? 1 : 0)
+            let stamped = Array(packet[textStart..<(textStart + text.count)])
+            let parsed = stamped.withUnsafeBytes { try? EndToEndHeader.read(from: $0) }
+            #expect(parsed?.sentTime == 123_456_789)
+            #expect(parsed?.sequence == 3)
+            #expect(packet.suffix(2) == [0xC0, 0])
+        }
+    }
+}
