@@ -8,7 +8,7 @@ import MQTTCodec
 import MQTTSession
 
 // Engine benchmark: starts its own mosquitto and prints one JSON line per workload.
-// Usage: EngineBenchmark [idle|qos0|qos1|qos2|fleet|transports|all] [scale]
+// Usage: EngineBenchmark [idle|qos0|qos1|qos2|fleet|commands|transports|all] [scale]
 //   scale (default 1.0) multiplies client and message counts; every load is bounded in count and time.
 // Every workload runs against mosquitto as shipped ("broker": "stock") and tuned ("broker": "tuned":
 // set_tcp_nodelay, unlimited queue, 64 in flight); ENGINE_BENCH_BROKERS="stock" or "tuned" runs one of them, and
@@ -459,6 +459,7 @@ for (pass, name) in brokerNames.enumerated() {
     if all || selected == "qos1" { qosWindows(.atLeastOnce, messages: scaled(Int(200_000 * messageScale))) }
     if all || selected == "qos2" { qosWindows(.exactlyOnce, messages: scaled(Int(200_000 * messageScale))) }
     if (all || selected == "fleet") && !rabbit { fleet(clients: scaled(15_000), seconds: 20) }
+    if (all || selected == "commands") && !rabbit { commands(vehicles: scaled(15_000), seconds: 20) }
     if (all || selected == "transports") && !rabbit { transports(messages: scaled(20_000), idleClients: scaled(2_000)) }
 }
 broker.stop()

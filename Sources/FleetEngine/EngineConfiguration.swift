@@ -242,6 +242,12 @@ public struct EngineConfiguration: Sendable {
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
     public var batchedSends = true
+    /// Each lane reads its plain TCP connections with multishot io_uring receives into a ring of provided buffers,
+    /// its thread waiting in io_uring_enter instead of epoll_wait (`.thread` driver only; TLS and WebSocket
+    /// connections are still read with recv(2) after epoll). Falls back to epoll when the kernel has no io_uring,
+    /// forbids it or is older than 6.0. `EngineResult.receivePath` tells which. The default comes from
+    /// FLEETBENCH_RECEIVE_PATH (io_uring or epoll), else epoll.
+    public var ringReceives = ReceivePath.environmentDefault ?? false
     /// The run's id, written into every end-to-end header: subscribers count only messages that carry it, so
     /// another run on the same broker (or a message it retained) is never taken for this run's. 0: the engine
     /// draws a random one (`Engine.runID` tells which). Every process of one run must use the same id.

@@ -47,6 +47,8 @@ extension Lane {
             return
         }
         metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
+        if receiveRing != nil { armRingReceive(client) }
+        guard clients[client].socket != nil else { return }
         if let endpoint = clients[client].endpoint {
             startLayers(client, endpoint)
         } else {
@@ -155,6 +157,7 @@ extension Lane {
             if !abortive { closeLayers(client, transport, socket: socket) }
             clients[client].transport = nil
         }
+        cancelRingReceive(client, socket)
         try? epoll.remove(socket.fileDescriptor)
         if abortive { try? socket.closeAbortively() } else { try? socket.close() }
         clients[client].socket = nil
@@ -180,6 +183,8 @@ extension Lane {
             return
         }
         if flags.contains(.writable) { flush(client) }
+        // The ring reads this socket, and reports its end of stream or error itself.
+        if readsThroughRing(client) { return }
         if !flags.isDisjoint(with: [.readable, .error, .hangup]) { readAvailable(client) }
     }
 
@@ -220,7 +225,7 @@ extension Lane {
 
     /// After a turn's reads of a client: acknowledge what was read if nothing answers it, and set the mark for
     /// the next wakeup (a client with bytes to write sets it after its flush).
-    private func afterRead(_ client: Int) {
+    func afterRead(_ client: Int) {
         clients[client].lowWatermarkProbe = -1
         acknowledgeIfSilent(client)
         if !clients[client].isDirty { adjustLowWatermark(client) }
@@ -249,7 +254,7 @@ extension Lane {
         var mark: Int32 = 1
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
-           clients[client].phase == .connected, clients[client].subscriptions.isEmpty {
+           clients[client].phase == .connected, clients[client].subscriptions.isEmpty, !readsThroughRing(client) {
             let missing = min(freeWindowSlotsMissing(client), clients[client].session.inFlightCount)
             if missing >= 2 { mark = Int32(4 * missing) }
         }
@@ -398,7 +403,7 @@ extension Lane {
             let wantsWritable = result == .pending
             if wantsWritable != clients[client].wantsWritable {
                 clients[client].wantsWritable = wantsWritable
-                try epoll.modify(socket.fileDescriptor, events: wantsWritable ? [.readable, .writable] : .readable,
+                try epoll.modify(socket.fileDescriptor, events: readInterest(client, writable: wantsWritable),
                                  token: UInt64(client))
                 // Drained after backpressure: resume publishing at the next turn (not now: this may run inside
                 // the end-of-turn flush loop, which must not gain new dirty clients).
