@@ -254,7 +254,7 @@ extension Lane {
         var mark: Int32 = 1
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
-           clients[client].phase == .connected, clients[client].subscriptions.isEmpty, !readsThroughRing(client) {
+           clients[client].phase == .connected, clients[client].subscriptions.isEmpty {
             let missing = min(freeWindowSlotsMissing(client), clients[client].session.inFlightCount)
             if missing >= 2 { mark = Int32(4 * missing) }
         }
@@ -292,7 +292,9 @@ extension Lane {
             // Below the mark: the read must not wait for it (the read sets the next mark).
             try? socket.setReceiveLowWatermark(1)
             clients[client].receiveLowWatermark = 1
-            readAvailable(client)
+            // Lowering the mark wakes a receive ring's pending receive (tcp_set_rcvlowat signals the data), so
+            // only the epoll path reads here.
+            if !readsThroughRing(client) { readAvailable(client) }
             return
         }
         clients[client].lowWatermarkProbe = queued
