@@ -132,6 +132,9 @@ let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCI
 let benchTick = ProcessInfo.processInfo.environment["ENGINE_BENCH_TICK_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_BATCHED_SENDS=0: one send(2) per connection instead of one io_uring submission per turn.
 let benchBatchedSends = ProcessInfo.processInfo.environment["ENGINE_BENCH_BATCHED_SENDS"].map { $0 != "0" }
+/// ENGINE_BENCH_RECEIVE_BATCH_US=N: `EngineConfiguration.receiveBatchWait` in µs (ring receives; FLEETBENCH_RECEIVE_PATH
+/// =io_uring or epoll picks the receive path).
+let benchReceiveBatch = ProcessInfo.processInfo.environment["ENGINE_BENCH_RECEIVE_BATCH_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_SOURCES=N: bind clients to 127.0.0.1 ... 127.0.0.N (default: the engine's choice).
 let benchSources = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_SOURCES"] ?? "")
 
@@ -141,6 +144,7 @@ func applyKnobs(_ configuration: inout EngineConfiguration) {
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
     if let benchTick { configuration.tickNanoseconds = benchTick }
     if let benchBatchedSends { configuration.batchedSends = benchBatchedSends }
+    if let benchReceiveBatch { configuration.receiveBatchWait = benchReceiveBatch }
     if let benchSources {
         configuration.sourceAddresses = (0..<benchSources).map { try! SocketAddress(ipAddress: "127.0.0.\($0 + 1)", port: 0) }
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define TOKEN_BITS 56
@@ -21,7 +22,13 @@ struct fb_rx {
     uint8_t *buffers;
     unsigned buffer_count, buffer_size;
     int buffers_registered;
+    // The kernel's IORING_FEAT_* bits, and whether min_wait_usec was refused once (then never asked again).
+    unsigned features;
+    int min_wait_refused;
 };
+
+// IORING_FEAT_MIN_TIMEOUT (6.12), newer than liburing 2.3's header.
+#define FB_FEAT_MIN_TIMEOUT (1U << 15)
 
 static inline uint64_t user_data(enum fb_rx_kind kind, uint64_t token) {
     return ((uint64_t)kind << TOKEN_BITS) | (token & token_mask);
@@ -106,6 +113,28 @@ int fb_rx_block(fb_rx *ring) {
     return io_uring_wait_cqe(&ring->uring, &entry);
 }
 
+int fb_rx_block_batched(fb_rx *ring, unsigned batch, unsigned min_wait_usec) {
+    if (io_uring_cq_ready(&ring->uring) > 0) return 0;
+    if (!(ring->features & FB_FEAT_MIN_TIMEOUT) || ring->min_wait_refused || min_wait_usec == 0 || batch < 2) {
+        return fb_rx_block(ring);
+    }
+    // liburing 2.3 has no call for min_wait_usec: the kernel reads it from the field 2.3's header names `pad`.
+    struct io_uring_getevents_arg argument = {0};
+    argument.pad = min_wait_usec;
+    long result = syscall(__NR_io_uring_enter, ring->uring.ring_fd, 0, batch,
+                          IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &argument, sizeof argument);
+    if (result < 0) {
+        int code = errno;
+        if (code == EINVAL) {
+            ring->min_wait_refused = 1;
+            return fb_rx_block(ring);
+        }
+        if (code == ETIME) return 0;
+        return -code;
+    }
+    return 0;
+}
+
 unsigned fb_rx_ready(const fb_rx *ring) { return io_uring_cq_ready(&ring->uring); }
 
 unsigned fb_rx_drain(fb_rx *ring, fb_rx_completion *completions, unsigned capacity) {
@@ -188,6 +217,7 @@ int fb_rx_open(fb_rx **out, unsigned entries, unsigned buffers, unsigned buffer_
         free(ring);
         return result;
     }
+    ring->features = params.features;
     ring->buffer_count = buffers;
     ring->buffer_size = buffer_size;
     ring->buffer_ring_bytes = (size_t)buffers * sizeof(struct io_uring_buf);

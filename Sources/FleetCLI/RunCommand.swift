@@ -47,6 +47,9 @@ struct RunCommand {
                                   up to D late (default 1ms; 0 reads every message as it arrives)
           --io-uring auto|off     write each lane turn's packets in one io_uring submission when the
                                   kernel allows it (auto, the default), or one send(2) per connection
+          --receive-path P        epoll (the default: epoll_wait, then recv(2) per ready socket) or
+                                  io_uring (multishot receives into provided buffers, one io_uring_enter
+                                  per lane turn; plain TCP only, epoll where the kernel refuses it)
           --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run:
                                   a port alone (9464) listens on 127.0.0.1; another address (0.0.0.0:9464)
                                   is reachable from other machines, and the run warns that it is
@@ -90,6 +93,8 @@ struct RunCommand {
     var receiveCoalescing: UInt64?
     /// --io-uring off: `EngineConfiguration.batchedSends` false.
     var batchedSends = true
+    /// --receive-path: `EngineConfiguration.ringReceives`; nil: the engine's default (FLEETBENCH_RECEIVE_PATH).
+    var ringReceives: Bool?
     /// --run-id: the run id of every header; nil: the engine draws one.
     var runID: UInt64?
     var scale: Double?
@@ -186,6 +191,13 @@ struct RunCommand {
                 case "auto": command.batchedSends = true
                 case "off": command.batchedSends = false
                 default: throw UsageError("--io-uring needs auto or off, got '\(text)'")
+                }
+            case "--receive-path":
+                let text = try value(argument)
+                switch text {
+                case "io_uring": command.ringReceives = true
+                case "epoll": command.ringReceives = false
+                default: throw UsageError("--receive-path needs io_uring or epoll, got '\(text)'")
                 }
             case "--scale":
                 let text = try value(argument)
@@ -396,6 +408,7 @@ struct RunCommand {
                 endpoints: runBrokers, embeddedBroker: embedded != nil)
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
             configuration.batchedSends = batchedSends
+            if let ringReceives { configuration.ringReceives = ringReceives }
             // Each second goes to latency.hlog and timeline.csv as it completes (`RunStreamWriter`): the engine
             // keeps neither, so memory stays flat however long the run.
             configuration.keepsIntervalLatencies = false
@@ -567,6 +580,7 @@ struct RunCommand {
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
+            receivePath: result.receivePath.rawValue, receiveRingUnavailable: result.receiveRingUnavailable,
             sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),
             closedModelStreams: scenario.fleets.flatMap { fleet in
                 fleet.publishes.filter(\.schedule.isClosedModel).map(\.name)

@@ -46,6 +46,8 @@ final class LaneReceiveRing {
     var pollArmed = false
     /// Completions handled (for the driver: a turn that found none and no epoll work went back to waiting).
     var receivedThisTurn = 0
+    /// Receive completions with bytes in the last drain.
+    var receivesLastTurn = 0
     /// Receive completions that carried bytes, and those bytes (tests compare them with what the clients read).
     var receiveCompletions = 0
     var receivedBytes: UInt64 = 0
@@ -128,6 +130,7 @@ extension Lane {
             receiving.pollArmed = receiving.ring.armPoll(epoll.fileDescriptor, token: LaneReceiveRing.pollToken)
             receiving.epollPending = true
         }
+        let completionsBefore = receiving.receiveCompletions
         let handled = receiving.ring.drain { completion in
             switch completion.kind {
             case .poll:
@@ -140,6 +143,7 @@ extension Lane {
             }
         }
         receiving.receivedThisTurn = handled
+        receiving.receivesLastTurn = receiving.receiveCompletions - completionsBefore
         if !receiving.rearm.isEmpty {
             for client in receiving.rearm {
                 let client = Int(client)
@@ -191,6 +195,7 @@ extension Lane {
     /// turn, again. epoll is looked at only when the ring's poll of it fired or the last look found events.
     func driveWithReceiveRing(_ driver: LaneThread, _ receiving: LaneReceiveRing) {
         let coalescing = configuration.receiveCoalescing
+        let batchWait = Int(configuration.receiveBatchWait / 1000)
         var pauseUntil: UInt64 = 0
         var busy = true  // the first turn arms the poll and looks at epoll
         while !driver.shutdown.load(ordering: .acquiring) {
@@ -199,7 +204,12 @@ extension Lane {
                 while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
                 pauseUntil = 0
             }
-            if !busy, let error = receiving.ring.block(), error.errno != EINTR { break }
+            if !busy {
+                // While bytes are coming in, the wait gathers the receives of `receiveBatchWait` into one turn.
+                let error = receiving.receivesLastTurn > 0 && batchWait > 0
+                    ? receiving.ring.block(batch: 64, minimumWait: batchWait) : receiving.ring.block()
+                if let error, error.errno != EINTR { break }
+            }
             if driver.shutdown.load(ordering: .acquiring) { break }
             let outcome: (busy: Bool, pauseFrom: UInt64?) = queue.sync {
                 self.turn(ringDriven: true)

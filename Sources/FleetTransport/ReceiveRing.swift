@@ -79,6 +79,14 @@ public final class ReceiveRing {
         return result < 0 ? SystemError(call: "io_uring_enter", errno: -result) : nil
     }
 
+    /// As `block()`, then waits on, `minimumWait` µs in all, for up to `batch` completions (kernels from 6.12;
+    /// older ones return with the first).
+    @discardableResult
+    public func block(batch: Int, minimumWait microseconds: Int) -> SystemError? {
+        let result = fb_rx_block_batched(ring, UInt32(clamping: batch), UInt32(clamping: microseconds))
+        return result < 0 ? SystemError(call: "io_uring_enter", errno: -result) : nil
+    }
+
     /// Submits what is prepared and, with `block`, waits for a completion. nil, or the error (EINTR: woken by a
     /// signal without one).
     @discardableResult

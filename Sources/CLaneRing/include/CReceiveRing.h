@@ -46,6 +46,11 @@ int fb_rx_cancel(fb_rx *ring, int fd);
 // another thread may be preparing requests). 0, or -errno (EINTR).
 int fb_rx_block(fb_rx *ring);
 
+// As fb_rx_block, but once a completion is ready it keeps waiting, up to `min_wait_usec` in all, for `batch`
+// completions (the kernel's min_wait_usec, 6.12 and later: IORING_FEAT_MIN_TIMEOUT), so a turn takes several
+// receives arriving close together. A kernel without it waits as fb_rx_block. 0, or -errno (EINTR).
+int fb_rx_block_batched(fb_rx *ring, unsigned batch, unsigned min_wait_usec);
+
 // Submits what is prepared; with `wait`, also waits until at least one completion is ready (returns at once if one
 // already is). 0, or -errno (EINTR: woken without a completion).
 int fb_rx_wait(fb_rx *ring, int wait);
