@@ -279,13 +279,7 @@ final class Lane: @unchecked Sendable {
 
     /// Arms the timerfd for the wheel's next deadline (only when it moved earlier or fired).
     private func armTimer() {
-        let others = min(nextSnapshotAt, nextChurnAt)
-        // Armed and nothing earlier scheduled since: the armed wakeup still comes first. Asking the wheel every
-        // turn walked its earliest higher-level slot (every client's keep-alive deadline) each time: 18 % of a
-        // subscriber fleet's CPU.
-        if armedDeadline != .max && wheel.earliestScheduled >= armedDeadline && others >= armedDeadline { return }
-        wheel.clearEarliestScheduled()
-        let next = min(wheel.nextExpiration() ?? .max, others)
+        let next = min(wheel.nextExpiration() ?? .max, nextSnapshotAt, nextChurnAt)
         if next == .max || next >= armedDeadline { return }
         armedDeadline = next
         var spec = itimerspec()

@@ -101,7 +101,6 @@ public struct TimingWheel: Sendable {
 
     /// Schedules (or moves) the timer of `kind` for `client` to fire at `deadline` (monotonic ns).
     public mutating func schedule(client: Int, kind: Int, deadline: UInt64) {
-        if deadline < earliestScheduled { earliestScheduled = deadline }
         let node = nodeIndex(client: client, kind: kind)
         if location[node] != Self.none { unlink(node) } else { count += 1 }
         deadlines[node] = deadline
@@ -167,13 +166,6 @@ public struct TimingWheel: Sendable {
     /// when nothing is scheduled; a lane with nothing else to do can sleep until then. Returns a time not
     /// after the last advanced tick when entries are ready. With deadlines parked beyond the 2^36-tick span
     /// it may answer earlier than the next entry (waking then is harmless: nothing fires early).
-    /// The earliest deadline scheduled since `clearEarliestScheduled` (.max: none). A caller that slept until
-    /// `nextExpiration()` need not ask again (a walk over a higher level's slot) while nothing earlier than its
-    /// wakeup was scheduled: cancellations only make the next expiration later, and waking early is harmless.
-    public private(set) var earliestScheduled: UInt64 = .max
-
-    public mutating func clearEarliestScheduled() { earliestScheduled = .max }
-
     public func nextExpiration() -> UInt64? {
         if readyHead != Self.none { return tickTime(elapsedTicks) }
         guard let slot = nextOccupiedSlot() else { return nil }
