@@ -35,7 +35,7 @@ let package = Package(
         // MARK: Pure layers (no Foundation, Dispatch or Glibc)
         .target(name: "MQTTCodec"),
         .target(name: "MQTTSession", dependencies: ["MQTTCodec"]),
-        .target(name: "FleetMetrics"),
+        .target(name: "FleetMetrics", dependencies: ["MQTTCodec"]),
         // The one payload template compiler: generators, JSON-string escaping; the scenario layer compiles with it,
         // the engine renders what it compiled.
         .target(name: "FleetPayload"),
@@ -50,7 +50,7 @@ let package = Package(
         .target(
             name: "FleetEngine",
             dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "FleetPayload", "CLinux"]),
-        .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "CZlib"]),
+        .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "MQTTCodec", "CZlib"]),
         .target(
             name: "FleetCLI",
             dependencies: ["FleetEngine", "FleetScenario", "FleetPayload", "FleetReports", "FleetMetrics", "FleetBroker",
@@ -97,15 +97,15 @@ let package = Package(
         .executableTarget(name: "SoakBenchmark", path: "Benchmarks/SoakBenchmark"),
 
         // MARK: Tests
-        .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec"]),
+        .testTarget(name: "MQTTCodecTests", dependencies: ["MQTTCodec", "FleetTestSupport"]),
         .testTarget(name: "MQTTSessionTests", dependencies: ["MQTTSession", "MQTTCodec"]),
-        .testTarget(name: "FleetMetricsTests", dependencies: ["FleetMetrics"]),
+        .testTarget(name: "FleetMetricsTests", dependencies: ["FleetMetrics", "FleetTestSupport"]),
         .testTarget(name: "FleetJSONTests", dependencies: ["FleetJSON"]),
         .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker", "FleetTestSupport"]),
         .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetPayload", "FleetTestSupport", "FleetBroker"]),
-        .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario", "FleetMetrics"]),
+        .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario", "FleetMetrics", "MQTTCodec", "FleetTestSupport"]),
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
-        .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics", "FleetTestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker"]),
         .testTarget(name: "FleetFuzzTargetsTests", dependencies: ["FleetFuzzTargets"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.

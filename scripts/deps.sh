@@ -5,8 +5,9 @@ set -euo pipefail
 
 # rabbitmq-server (with Erlang): the second broker of the tests and EngineBenchmark, its MQTT plugin run as a private
 # node (Sources/FleetBroker/RabbitMQBroker.swift); the package's own service is not used.
+# python3-yaml: tests parse deploy/kubernetes/ and docs/ci/ with it (Tests/FleetCLITests/DeployFilesTests.swift).
 fleetbench_packages=(mosquitto mosquitto-clients libjansson-dev libssl-dev zlib1g-dev liburing-dev pkg-config openssl
-                     rabbitmq-server)
+                     rabbitmq-server python3-yaml)
 
 missing=()
 for package in "${fleetbench_packages[@]}"; do
@@ -39,6 +40,13 @@ if ! python3 -c "import hdrh.histogram, hdrh.log" >/dev/null 2>&1; then
     echo "fleetbench: installing the hdrhistogram Python package (reference for tests)" >&2
     python3 -m pip install --quiet --disable-pip-version-check hdrhistogram 2>/dev/null \
         || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages hdrhistogram
+fi
+
+# A python3 other than Debian's (pyenv, a virtual environment) does not see python3-yaml: PyYAML from pip then.
+if ! python3 -c "import yaml" >/dev/null 2>&1; then
+    echo "fleetbench: installing the PyYAML Python package (tests parse YAML with it)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check pyyaml 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages pyyaml
 fi
 
 # Debian installs mosquitto in /usr/sbin, which is not on every user's PATH.

@@ -269,7 +269,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     var figures = ThroughputFigures()
     figures.cpuMicroseconds = cpuMicroseconds() - cpuBefore
     let brokerCPU = processCPUMicroseconds(brokerPid) - brokerCPUBefore
-    let level = QoSLevel(rawValue: Int(qos.rawValue))!
+    let level = qos
     figures.published = result.counters.published[level]
     figures.received = result.counters.received[level]
     figures.acked = result.counters.acked[level]

@@ -7,7 +7,7 @@ import Foundation
 /// `fleetbench capacity SCENARIO --vary PATH=LOW..HIGH`: the highest level of one scenario value at which the
 /// thresholds still hold. Each level is a `run` of its own (its results folder under the capacity folder), after
 /// a warm-up run on the same broker; an embedded mosquitto is started afresh for every level.
-struct CapacityCommand {
+struct CapacityCommand: FleetCommand {
     static let help = """
         Usage: fleetbench capacity SCENARIO --vary PATH=LOW..HIGH [options]
 
@@ -61,60 +61,44 @@ struct CapacityCommand {
 
     static func parse(_ arguments: [String]) throws(UsageError) -> CapacityCommand? {
         var command = CapacityCommand()
-        var index = 0
-        func value(_ option: String) throws(UsageError) -> String {
-            index += 1
-            guard index < arguments.count else { throw UsageError("\(option) needs a value") }
-            return arguments[index]
-        }
-        func duration(_ option: String, allowZero: Bool) throws(UsageError) -> TimeSpan {
-            let text = try value(option)
-            if allowZero && text == "0" { return .zero }
-            guard case .success(let span) = TimeSpan.parse(text), span.nanoseconds > 0 || allowZero else {
-                throw UsageError("\(option) needs a duration such as 10s or 1m, got '\(text)'")
+        var scanner = ArgumentScanner(arguments, command: "capacity", help: help)
+        func duration(allowZero: Bool) throws(UsageError) -> TimeSpan {
+            try scanner.value("a duration such as 10s or 1m") { text in
+                if allowZero && text == "0" { return .zero }
+                guard let span = try? TimeSpan.parse(text).get(), span.nanoseconds > 0 || allowZero else { return nil }
+                return span
             }
-            return span
         }
         var positional: [String] = []
         var varied = false
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
+        while let option = try scanner.next() {
+            switch option {
             case "-h", "--help": return nil
             case "--vary":
                 guard !varied else { throw UsageError("capacity varies one value: give --vary once") }
                 varied = true
-                try command.setVary(try value(argument))
+                try command.setVary(try scanner.value())
             case "--until":
-                let text = try value(argument)
+                let text = try scanner.value()
                 if case .failure(let problem) = Threshold.parse(text) {
                     throw UsageError("--until '\(text)': \(problem)")
                 }
                 command.until.append(text)
-            case "--step-duration": command.stepDuration = try duration(argument, allowZero: false)
-            case "--warm-up": command.warmUp = try duration(argument, allowZero: true)
+            case "--step-duration": command.stepDuration = try duration(allowZero: false)
+            case "--warm-up": command.warmUp = try duration(allowZero: true)
             case "--precision":
-                let text = try value(argument)
-                guard let percent = ReportComparison.parseTolerance(text), percent < 100 else {
-                    throw UsageError("--precision needs a percentage from 0 to below 100 such as 5%, got '\(text)'")
+                command.precision = try scanner.value("a percentage from 0 to below 100 such as 5%") { text in
+                    ReportComparison.parseTolerance(text).flatMap { $0 < 100 ? $0 / 100 : nil }
                 }
-                command.precision = percent / 100
             case "--max-levels":
-                let text = try value(argument)
-                guard let count = Int(text), count >= 1, count <= 100 else {
-                    throw UsageError("--max-levels needs a whole number from 1 to 100, got '\(text)'")
-                }
-                command.maxLevels = count
-            case "--broker": command.brokers += try value(argument).split(separator: ",").map(String.init)
-            case "--set": command.overrides.append(try value(argument))
-            case "--seed": command.overrides.append("seed=" + (try value(argument)))
-            case "--out": command.outputDirectory = try value(argument)
+                command.maxLevels = try scanner.value("a whole number from 1 to 100") { Int($0).flatMap { (1...100).contains($0) ? $0 : nil } }
+            case "--broker": command.brokers += try scanner.value().split(separator: ",").map(String.init)
+            case "--set": command.overrides.append(try scanner.value())
+            case "--seed": command.overrides.append("seed=" + (try scanner.value()))
+            case "--out": command.outputDirectory = try scanner.value()
             case "--quiet": command.quiet = true
-            default:
-                if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "capacity", help: help) }
-                positional.append(argument)
+            default: try scanner.positional(into: &positional)
             }
-            index += 1
         }
         guard positional.count == 1 else {
             throw UsageError(positional.isEmpty ? "capacity needs a scenario file" : "capacity takes one scenario file, got \(positional.count)")

@@ -5,7 +5,7 @@ import Foundation
 /// `fleetbench compare BASELINE CANDIDATE [--tolerance 10%] [--latency-floor 1ms]
 /// [--format table|markdown|json|html] [--all]`: whether the runs are like for like, then what got worse or better between them; exit 99 when something
 /// regressed beyond the tolerance (for CI).
-struct CompareCommand {
+struct CompareCommand: FleetCommand {
     static let help = """
         Usage: fleetbench compare BASELINE CANDIDATE [MORE...] [--tolerance 10%] [--latency-floor 1ms]
                                   [--format table|markdown|json|html] [--output FILE] [--all]
@@ -59,44 +59,27 @@ struct CompareCommand {
         var format = Format.table
         var output: String?
         var all = false
-        var index = 0
-        func value(_ option: String) throws(UsageError) -> String {
-            if let equals = arguments[index].firstIndex(of: "=") {
-                return String(arguments[index][arguments[index].index(after: equals)...])
-            }
-            index += 1
-            guard index < arguments.count else { throw UsageError("\(option) needs a value") }
-            return arguments[index]
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
-            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
-            switch name {
-            case "-h", "--help":
-                return nil
+        var scanner = ArgumentScanner(arguments, command: "compare", help: help)
+        while let option = try scanner.next() {
+            switch option {
+            case "-h", "--help": return nil
             case "--tolerance":
-                let text = try value("--tolerance")
+                let text = try scanner.value()
                 guard let parsed = ReportComparison.parseTolerance(text) else {
                     throw UsageError("--tolerance needs a non-negative percentage such as 10% (got '\(text)')")
                 }
                 tolerance = parsed
-            case "--latency-floor":
-                latencyFloor = try parseLatencyFloor(try value("--latency-floor"))
+            case "--latency-floor": latencyFloor = try parseLatencyFloor(try scanner.value())
             case "--format":
-                let text = try value("--format")
+                let text = try scanner.value()
                 guard let parsed = Format(rawValue: text) else {
                     throw UsageError("--format must be table, markdown, json or html (got '\(text)')")
                 }
                 format = parsed
-            case "--output":
-                output = try value("--output")
-            case "--all":
-                all = true
-            default:
-                if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "compare", help: help) }
-                paths.append(argument)
+            case "--output": output = try scanner.value()
+            case "--all": all = true
+            default: try scanner.positional(into: &paths)
             }
-            index += 1
         }
         guard paths.count >= 2 else {
             throw UsageError("compare needs a baseline and a candidate report, got \(paths.count) path\(paths.count == 1 ? "" : "s")")

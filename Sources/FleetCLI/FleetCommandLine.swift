@@ -5,22 +5,46 @@ import FleetPayload
 
 /// The `fleetbench` command: parses the first word and hands over to a command.
 public enum FleetCommandLine {
+    /// The commands, in the order the usage lists them: adding a command is adding its line here.
+    static let commands: [CommandEntry] = [
+        CommandEntry("run", "run SCENARIO", "run a scenario (starts an embedded mosquitto when no broker is named)",
+                     RunCommand.self),
+        oneLiner(.pub, "run publishers from emqtt-bench-style flags, no scenario file needed"),
+        oneLiner(.sub, "run subscribers from flags"),
+        oneLiner(.conn, "connect idle clients from flags"),
+        CommandEntry("validate", "validate FILE...", "check scenario files without running them and print their plan",
+                     ValidateCommand.self),
+        CommandEntry("report", "report DIR", "re-render report.html, junit.xml and timeline.csv from DIR/report.json",
+                     ReportCommand.self),
+        CommandEntry("compare", "compare BASE CAND", "compare two report.json files and flag regressions",
+                     CompareCommand.self),
+        CommandEntry("capacity", "capacity SCENARIO",
+                     "find the highest level of one value (--vary) at which the thresholds hold", CapacityCommand.self),
+        CommandEntry("merge", "merge DIR...", "merge the results folders of one run's segments into one",
+                     MergeCommand.self),
+        CommandEntry("help", "help [COMMAND]", "show help for a command", help: { usage }) { arguments in
+            { console in help(for: arguments.first, console: console) }
+        },
+        CommandEntry("version", "version", "print the version", listed: false, help: { usage }) { _ in
+            { console in version(console: console) }
+        },
+    ]
+
+    static func oneLiner(_ kind: OneLinerCommand.Kind, _ summary: String) -> CommandEntry {
+        CommandEntry(kind.rawValue, "\(kind.rawValue) [options]", summary, help: { OneLinerCommand.help(kind) }) {
+            arguments throws(UsageError) in
+            guard let command = try OneLinerCommand.parse(kind, arguments) else { return nil }
+            return { console in command.run(console: console) }
+        }
+    }
+
     public static let usage = """
         fleetbench \(FleetVersion.current): load-test MQTT brokers and simulate vehicle fleets.
 
         Usage: fleetbench <command> [options]
 
         Commands:
-          run SCENARIO        run a scenario (starts an embedded mosquitto when no broker is named)
-          pub [options]       run publishers from emqtt-bench-style flags, no scenario file needed
-          sub [options]       run subscribers from flags
-          conn [options]      connect idle clients from flags
-          validate FILE...    check scenario files without running them and print their plan
-          report DIR          re-render report.html, junit.xml and timeline.csv from DIR/report.json
-          compare BASE CAND   compare two report.json files and flag regressions
-          capacity SCENARIO   find the highest level of one value (--vary) at which the thresholds hold
-          merge DIR...        merge the results folders of one run's segments into one
-          help [COMMAND]      show help for a command
+        \(commandList)
 
         Options:
           -h, --help          show this help
@@ -28,6 +52,15 @@ public enum FleetCommandLine {
 
         Exit codes: 0 passed, 1 runtime failure, 2 usage error, 65 invalid scenario, 99 thresholds failed.
         """
+
+    /// The usage's command list: synopsis and summary in two columns, from `commands`.
+    static var commandList: String {
+        let lines: [String] = commands.filter(\.listed).map { command in
+            let synopsis = command.synopsis.padding(toLength: 18, withPad: " ", startingAt: 0)
+            return "  \(synopsis)  \(command.summary)"
+        }
+        return lines.joined(separator: "\n")
+    }
 
     /// Runs the command line and exits the process with its code.
     public static func main(arguments: [String]) -> Never {
@@ -41,104 +74,26 @@ public enum FleetCommandLine {
             console.error(usage)
             return .usage
         }
-        let rest = Array(arguments.dropFirst())
         switch first {
-        case "--version", "version":
-            console.print("fleetbench \(FleetVersion.current)")
-            return .success
+        case "--version": return version(console: console)
         case "-h", "--help":
             console.print(usage)
             return .success
-        case "help":
-            return help(for: rest.first, console: console)
-        case "validate":
-            do {
-                guard let command = try ValidateCommand.parse(rest) else {
-                    console.print(ValidateCommand.help)
-                    return .success
-                }
-                return command.run(output: console)
-            } catch {
-                console.usageError(error, command: "validate", help: ValidateCommand.help)
-                return .usage
-            }
-        case "run":
-            do {
-                guard let command = try RunCommand.parse(rest) else {
-                    console.print(RunCommand.help)
-                    return .success
-                }
-                return command.run(console: console)
-            } catch {
-                console.usageError(error, command: "run", help: RunCommand.help)
-                return .usage
-            }
-        case "pub", "sub", "conn":
-            let kind = OneLinerCommand.Kind(rawValue: first)!
-            do {
-                guard let command = try OneLinerCommand.parse(kind, rest) else {
-                    console.print(OneLinerCommand.help(kind))
-                    return .success
-                }
-                return command.run(console: console)
-            } catch {
-                console.usageError(error, command: first, help: OneLinerCommand.help(kind))
-                return .usage
-            }
-        // MARK: report and compare (wt-reports)
-        case "report":
-            do {
-                guard let command = try ReportCommand.parse(rest) else {
-                    console.print(ReportCommand.help)
-                    return .success
-                }
-                return command.run(console: console)
-            } catch {
-                console.usageError(error, command: "report", help: ReportCommand.help)
-                return .usage
-            }
-        case "compare":
-            do {
-                guard let command = try CompareCommand.parse(rest) else {
-                    console.print(CompareCommand.help)
-                    return .success
-                }
-                return command.run(console: console)
-            } catch {
-                console.usageError(error, command: "compare", help: CompareCommand.help)
-                return .usage
-            }
-        // MARK: end of report and compare
-        case "merge":
-            do {
-                guard let command = try MergeCommand.parse(rest) else {
-                    console.print(MergeCommand.help)
-                    return .success
-                }
-                return command.run(console: console)
-            } catch {
-                console.usageError(error, command: "merge", help: MergeCommand.help)
-                return .usage
-            }
-        case "capacity":
-            do {
-                guard let command = try CapacityCommand.parse(rest) else {
-                    console.print(CapacityCommand.help)
-                    return .success
-                }
-                return command.run(console: console)
-            } catch {
-                console.usageError(error, command: "capacity", help: CapacityCommand.help)
-                return .usage
-            }
         default:
-            console.error(unknownCommand(first))
-            return .usage
+            guard let command = command(named: first) else {
+                console.error(unknownCommand(first))
+                return .usage
+            }
+            return command.execute(Array(arguments.dropFirst()), console: console)
         }
     }
 
-    /// The commands, in the order the usage lists them.
-    static let commands = ["run", "pub", "sub", "conn", "validate", "report", "compare", "capacity", "merge", "help", "version"]
+    static func command(named name: String) -> CommandEntry? { commands.first { $0.name == name } }
+
+    static func version(console: Console) -> ExitCode {
+        console.print("fleetbench \(FleetVersion.current)")
+        return .success
+    }
 
     /// `unknown command 'valdate'; did you mean 'validate'?`: the closest command rather than the whole usage.
     static func unknownCommand(_ word: String, in context: String = "fleetbench") -> String {
@@ -149,36 +104,25 @@ public enum FleetCommandLine {
             return message + "\n`fleetbench --help` lists the commands and options."
         }
         var message = "\(context): unknown command '\(word)'"
-        if let suggestion = closestMatch(to: word, among: commands) {
+        if let suggestion = closestMatch(to: word, among: commands.map(\.name)) {
             message += "; did you mean '\(suggestion)'?"
         } else {
-            message += " (commands: \(commands.joined(separator: ", ")))"
+            message += " (commands: \(commands.map(\.name).joined(separator: ", ")))"
         }
         return message + "\n`fleetbench --help` describes them."
     }
 
-    static func help(for command: String?, console: Console) -> ExitCode {
-        switch command {
-        case nil:
+    /// `fleetbench help [COMMAND]`.
+    static func help(for name: String?, console: Console) -> ExitCode {
+        guard let name else {
             console.print(usage)
-        case "validate":
-            console.print(ValidateCommand.help)
-        case "run":
-            console.print(RunCommand.help)
-        case "report":
-            console.print(ReportCommand.help)
-        case "compare":
-            console.print(CompareCommand.help)
-        case "pub", "sub", "conn":
-            console.print(OneLinerCommand.help(OneLinerCommand.Kind(rawValue: command!)!))
-        case "capacity":
-            console.print(CapacityCommand.help)
-        case "merge":
-            console.print(MergeCommand.help)
-        default:
-            console.error(unknownCommand(command!, in: "fleetbench help"))
+            return .success
+        }
+        guard let command = command(named: name), command.listed else {
+            console.error(unknownCommand(name, in: "fleetbench help"))
             return .usage
         }
+        console.print(command.help())
         return .success
     }
 }

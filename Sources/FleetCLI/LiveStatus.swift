@@ -1,6 +1,7 @@
 import Foundation
 import FleetMetrics
 import Synchronization
+import MQTTCodec
 
 /// The latest figures of a running run, for the progress line and the Prometheus endpoint. Written once a
 /// second by the engine's snapshot callback, read by the progress printer and HTTP scrapes (a lock, off the
@@ -34,9 +35,11 @@ final class LiveStatusBox: Sendable {
 
 /// Prometheus text exposition format (version 0.0.4) of the live status.
 enum PrometheusText {
-    static func render(_ status: LiveStatus, scenario: String) -> String {
+    /// `runID` (16 hex digits) and `segment` ("K/N", "0/1" for a run that is not segmented) label every sample, so a
+    /// Prometheus scraping the N segments of one run on N machines or pods can sum them per run or show them per segment.
+    static func render(_ status: LiveStatus, scenario: String, runID: String, segment: String) -> String {
         var lines: [String] = []
-        let label = "scenario=\"\(escape(scenario))\""
+        let label = "scenario=\"\(escape(scenario))\",run_id=\"\(escape(runID))\",segment=\"\(escape(segment))\""
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, Double)]) {
             lines.append("# HELP \(name) \(help)")
             lines.append("# TYPE \(name) \(type)")
@@ -64,7 +67,7 @@ enum PrometheusText {
             ("fleetbench_messages_acked_total", counters.acked, "QoS 1/2 messages acknowledged (PUBACK/PUBCOMP), by QoS."),
             ("fleetbench_messages_received_total", counters.received, "Messages received by subscribers, by QoS."),
         ] {
-            metric(name, "counter", help, QoSLevel.allCases.map { ("qos=\"\($0.rawValue)\"", Double(values[$0])) })
+            metric(name, "counter", help, MQTTQoS.allCases.map { ("qos=\"\($0.rawValue)\"", Double(values[$0])) })
         }
         metric("fleetbench_ack_timeouts_total", "counter", "Acknowledgements not received before their deadline, by kind.",
                AckKind.allCases.map { ("kind=\"\($0.reportName)\"", Double(counters.ackTimeouts[$0])) })

@@ -5,7 +5,7 @@ import FleetScenario
 import Foundation
 
 /// `fleetbench merge DIR... --out DIR`: one result from the results folders of a segmented run's segments.
-struct MergeCommand {
+struct MergeCommand: FleetCommand {
     static let help = """
         Usage: fleetbench merge DIR... --out DIR
 
@@ -31,22 +31,15 @@ struct MergeCommand {
 
     static func parse(_ arguments: [String]) throws(UsageError) -> MergeCommand? {
         var command = MergeCommand()
-        var index = 0
         var out: String?
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
+        var scanner = ArgumentScanner(arguments, command: "merge", help: help)
+        while let option = try scanner.next() {
+            switch option {
             case "-h", "--help": return nil
-            case "--out":
-                index += 1
-                guard index < arguments.count else { throw UsageError("--out needs a value") }
-                out = arguments[index]
+            case "--out": out = try scanner.value()
             case "--quiet": command.quiet = true
-            default:
-                if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "merge", help: help) }
-                command.directories.append(argument)
+            default: try scanner.positional(into: &command.directories)
             }
-            index += 1
         }
         guard let out else { throw UsageError("merge needs --out DIR for the merged results") }
         guard !command.directories.isEmpty else { throw UsageError("merge needs the results folders of the segments") }

@@ -183,48 +183,27 @@ struct OneLinerCommand {
 
     static func parse(_ kind: Kind, _ arguments: [String]) throws(UsageError) -> OneLinerCommand? {
         var command = OneLinerCommand(kind: kind)
-        var index = 0
-        func fail(_ message: String) -> UsageError {
-            var error = UsageError(message)
-            error.showsHelp = false
-            return error
-        }
-        while index < arguments.count {
-            var argument = arguments[index]
-            var inline: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                inline = String(argument[argument.index(after: equals)...])
-                argument = String(argument[..<equals])
-            }
-            func value() throws(UsageError) -> String {
-                if let inline { return inline }
-                index += 1
-                guard index < arguments.count else { throw fail("\(argument) needs a value") }
-                return arguments[index]
-            }
+        // A flag tool's errors are about one flag: a pointer to the help says more than a screen of it.
+        var scanner = ArgumentScanner(arguments, command: kind.rawValue, help: help(kind), showsHelp: false)
+        func fail(_ message: String) -> UsageError { scanner.failure(message) }
+        while let argument = try scanner.next() {
+            func value() throws(UsageError) -> String { try scanner.value() }
             func integer(_ range: ClosedRange<Int>, _ what: String) throws(UsageError) -> Int {
-                let text = try value()
-                guard let number = Int(text), range.contains(number) else {
-                    throw fail("\(argument) needs \(what), got '\(text)'")
-                }
-                return number
+                try scanner.value(what) { Int($0).flatMap { range.contains($0) ? $0 : nil } }
             }
             func positive(_ what: String) throws(UsageError) -> Double {
-                let text = try value()
-                guard let number = Double(text), number > 0, number.isFinite else {
-                    throw fail("\(argument) needs \(what), got '\(text)'")
-                }
-                return number
+                try scanner.value(what) { Double($0).flatMap { $0 > 0 && $0.isFinite ? $0 : nil } }
             }
             /// A bare number in `unit` (emqtt-bench's way) or a duration string.
             func span(unit: UInt64, _ what: String) throws(UsageError) -> TimeSpan {
-                let text = try value()
-                if let number = UInt64(text), number > 0, number < 1_000_000_000 { return TimeSpan(nanoseconds: number * unit) }
-                if case .success(let span) = TimeSpan.parse(text), span.nanoseconds > 0 { return span }
-                throw fail("\(argument) needs \(what), got '\(text)'")
+                try scanner.value(what) { text in
+                    if let number = UInt64(text), number > 0, number < 1_000_000_000 { return TimeSpan(nanoseconds: number * unit) }
+                    guard let span = try? TimeSpan.parse(text).get(), span.nanoseconds > 0 else { return nil }
+                    return span
+                }
             }
-            guard argument == "-h" || argument == "--help" || !argument.hasPrefix("-") || takes(argument, kind) else {
-                throw UsageError.unknownOption(arguments[index], command: kind.rawValue, help: help(kind))
+            guard argument == "-h" || argument == "--help" || !scanner.isOption || takes(argument, kind) else {
+                throw scanner.unknownOption()
             }
             switch argument {
             case "-h", "--help": return nil
@@ -256,15 +235,10 @@ struct OneLinerCommand {
                     throw fail("\(argument) needs whole seconds from 0 to 65535, such as 30 or 1m, got '\(text)'")
                 }
             case "-C", "--clean":
-                if let inline {
-                    guard let flag = Bool(inline) else { throw fail("\(argument) takes true or false, got '\(inline)'") }
-                    command.clean = flag
-                } else if index + 1 < arguments.count, let flag = Bool(arguments[index + 1]) {
-                    command.clean = flag
-                    index += 1
-                } else {
-                    command.clean = true
-                }
+                // `-C`, `-C false` or `--clean=false`: a following word that is not true or false is not its value.
+                let text = scanner.optionalValue { Bool($0) != nil } ?? "true"
+                guard let flag = Bool(text) else { throw fail("\(argument) takes true or false, got '\(text)'") }
+                command.clean = flag
             case "-u", "--username": command.username = try value()
             case "-P", "--password": command.password = try value()
             case "--client-id": command.clientID = try value()
@@ -298,10 +272,9 @@ struct OneLinerCommand {
             case "--out", "--summary-json", "--seed", "--run-id", "--lanes":
                 command.runArguments += [argument, try value()]
             default:
-                if argument.hasPrefix("-") { throw UsageError.unknownOption(arguments[index], command: kind.rawValue, help: help(kind)) }
+                if scanner.isOption { throw scanner.unknownOption() }
                 throw fail("\(kind.rawValue) takes options only, got '\(argument)'")
             }
-            index += 1
         }
         if command.interval != nil && command.rate != nil { throw fail("give -I/--interval or --rate, not both") }
         if command.size != nil && command.message != nil { throw fail("give -s/--size or -m/--message, not both") }

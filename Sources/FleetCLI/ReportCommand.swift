@@ -3,7 +3,7 @@ import Foundation
 
 /// `fleetbench report DIR`: re-renders report.html, junit.xml and timeline.csv from DIR/report.json alone (after an upgrade of
 /// fleetbench, or for a report.json copied from another machine).
-struct ReportCommand {
+struct ReportCommand: FleetCommand {
     static let help = """
         Usage: fleetbench report DIR
 
@@ -22,10 +22,12 @@ struct ReportCommand {
     /// Parses the arguments after `report`; nil for --help.
     static func parse(_ arguments: [String]) throws(UsageError) -> ReportCommand? {
         var paths: [String] = []
-        for argument in arguments {
-            if argument == "-h" || argument == "--help" { return nil }
-            if argument.hasPrefix("-") && argument != "-" { throw UsageError.unknownOption(argument, command: "report", help: help) }
-            paths.append(argument)
+        var scanner = ArgumentScanner(arguments, command: "report", help: help)
+        while let option = try scanner.next() {
+            switch option {
+            case "-h", "--help": return nil
+            default: try scanner.positional(into: &paths)
+            }
         }
         guard paths.count == 1 else {
             throw UsageError(paths.isEmpty ? "report needs a results folder" : "report takes one results folder, got \(paths.count)")

@@ -1,5 +1,6 @@
 import FleetMetrics
 import FleetReports
+import MQTTCodec
 
 /// The metric paths of thresholds (`latency.end_to_end.p99`, `delivery.qos1.lost`, ...; every threshold entry of
 /// MetricCatalog) looked up in a report: the one `run` has just filled from its result, or the one `merge` made of
@@ -59,7 +60,7 @@ struct ReportMetrics {
         case "messages":
             if parts[1] == "bytes_in" { return Double(report.messages.bytesIn) }
             if parts[1] == "bytes_out" { return Double(report.messages.bytesOut) }
-            guard parts.count == 3, let qos = Self.qosIndex(parts[1]), let level = QoSLevel(rawValue: qos) else { return nil }
+            guard parts.count == 3, let qos = Self.qosIndex(parts[1]), let level = UInt8(exactly: qos).flatMap(MQTTQoS.init(rawValue:)) else { return nil }
             switch parts[2] {
             case "published": return Double(report.messages.published[level])
             case "acked": return qos == 0 ? nil : Double(report.messages.acked[level])

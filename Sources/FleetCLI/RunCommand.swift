@@ -9,7 +9,7 @@ import FleetTransport
 import Foundation
 
 /// `fleetbench run SCENARIO [options]`: runs a scenario and writes its results folder.
-struct RunCommand {
+struct RunCommand: FleetCommand {
     static let help = """
         Usage: fleetbench run SCENARIO [options]
 
@@ -115,119 +115,70 @@ struct RunCommand {
     /// How far in the past --start-at may be (the segments' processes start at slightly different moments).
     static let startAtPastLimit: TimeInterval = 5
 
+    /// Parses the arguments after `run`; nil for --help. One case per option: a new option is one more case.
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
         var command = RunCommand()
-        var index = 0
-        func value(_ option: String) throws(UsageError) -> String {
-            index += 1
-            guard index < arguments.count else { throw UsageError("\(option) needs a value") }
-            return arguments[index]
-        }
+        var scanner = ArgumentScanner(arguments, command: "run", help: help)
         var positional: [String] = []
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
+        while let option = try scanner.next() {
+            switch option {
             case "-h", "--help": return nil
-            case "--broker": command.brokers += try value(argument).split(separator: ",").map(String.init)
+            case "--broker": command.brokers += try scanner.value().split(separator: ",").map(String.init)
             case "--embedded-broker":
-                let name = try value(argument)
+                let name = try scanner.value()
                 guard name == "mosquitto" || name == "rabbitmq" else {
                     throw UsageError("--embedded-broker takes mosquitto or rabbitmq (got '\(name)')")
                 }
                 command.embeddedBroker = name
-            case "--set": command.overrides.append(try value(argument))
+            case "--set": command.overrides.append(try scanner.value())
             case "--duration":
-                let text = try value(argument)
-                guard case .success(let duration) = TimeSpan.parse(text), duration.nanoseconds > 0 else {
-                    throw UsageError("--duration needs a duration such as 30s or 5m, got '\(text)'")
-                }
-                command.duration = duration
-            case "--seed": command.overrides.append("seed=" + (try value(argument)))
+                command.duration = try scanner.value("a duration such as 30s or 5m") { text in
+                    guard case .success(let span) = TimeSpan.parse(text), span.nanoseconds > 0 else { return nil }
+                    return span
+                } as TimeSpan
+            case "--seed": command.overrides.append("seed=" + (try scanner.value()))
             case "--run-id":
-                let text = try value(argument)
-                guard text.count <= 16, let runID = UInt64(text, radix: 16), runID != 0 else {
-                    throw UsageError("--run-id needs 1 to 16 hex digits, not all zero, got '\(text)'")
-                }
-                command.runID = runID
-            case "--out": command.outputDirectory = try value(argument)
+                command.runID = try scanner.value("1 to 16 hex digits, not all zero") { text in
+                    text.count <= 16 ? UInt64(text, radix: 16).flatMap { $0 != 0 ? $0 : nil } : nil
+                } as UInt64
+            case "--out": command.outputDirectory = try scanner.value()
             case "--segment":
-                let text = try value(argument)
-                let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-                guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
-                      count <= 100_000, index >= 0, index < count else {
-                    throw UsageError("--segment needs K/N with N from 1 to 100000 and K from 0 to N-1, e.g. 0/4, got '\(text)'")
-                }
-                command.segment = (index, count)
+                command.segment = try scanner.value("K/N with N from 1 to 100000 and K from 0 to N-1, e.g. 0/4", Self.segment) as (index: Int, count: Int)
             case "--start-at":
-                let text = try value(argument)
-                guard let date = RunReport.parseRFC3339(text) else {
-                    throw UsageError("--start-at needs an RFC 3339 time such as 2026-12-02T05:00:00Z, got '\(text)'")
-                }
-                command.startAt = date
+                command.startAt = try scanner.value("an RFC 3339 time such as 2026-12-02T05:00:00Z", RunReport.parseRFC3339) as Date
             case "--segment-grace":
-                let text = try value(argument)
-                guard case .success(let span) = TimeSpan.parse(text) else {
-                    throw UsageError("--segment-grace needs a duration such as 5s, got '\(text)'")
-                }
-                command.segmentGrace = span.nanoseconds
-            case "--lanes":
-                let text = try value(argument)
-                guard let lanes = Int(text), lanes > 0, lanes <= 256 else {
-                    throw UsageError("--lanes needs a whole number from 1 to 256, got '\(text)'")
-                }
-                command.lanes = lanes
+                command.segmentGrace = try scanner.value("a duration such as 5s") { (try? TimeSpan.parse($0).get())?.nanoseconds }
+            case "--lanes": command.lanes = try scanner.value("a whole number from 1 to 256") { Int($0).flatMap { (1...256).contains($0) ? $0 : nil } }
             case "--receive-coalescing":
-                let text = try value(argument)
-                if text == "0" {
-                    command.receiveCoalescing = 0
-                } else if case .success(let span) = TimeSpan.parse(text), span.nanoseconds <= 100_000_000 {
-                    command.receiveCoalescing = UInt64(span.nanoseconds)
-                } else {
-                    throw UsageError("--receive-coalescing needs 0 or a duration up to 100ms such as 250us, got '\(text)'")
-                }
+                command.receiveCoalescing = try scanner.value("0 or a duration up to 100ms such as 250us") { text in
+                    if text == "0" { return 0 }
+                    guard let span = try? TimeSpan.parse(text).get(), span.nanoseconds <= 100_000_000 else { return nil }
+                    return UInt64(span.nanoseconds)
+                } as UInt64
             case "--io-uring":
-                let text = try value(argument)
-                switch text {
-                case "auto": command.batchedSends = true
-                case "off": command.batchedSends = false
-                default: throw UsageError("--io-uring needs auto or off, got '\(text)'")
-                }
+                command.batchedSends = try scanner.value("auto or off") { ["auto": true, "off": false][$0] }
             case "--receive-path":
-                let text = try value(argument)
-                switch text {
-                case "io_uring": command.ringReceives = true
-                case "epoll": command.ringReceives = false
-                default: throw UsageError("--receive-path needs io_uring or epoll, got '\(text)'")
-                }
+                command.ringReceives = try scanner.value("io_uring or epoll") { ["io_uring": true, "epoll": false][$0] }
             case "--scale":
-                let text = try value(argument)
-                guard let scale = Double(text), scale > 0, scale <= 1000 else {
-                    throw UsageError("--scale needs a number above 0 (at most 1000), got '\(text)'")
-                }
-                command.scale = scale
+                command.scale = try scanner.value("a number above 0 (at most 1000)") { text in
+                    Double(text).flatMap { $0 > 0 && $0 <= 1000 ? $0 : nil }
+                } as Double
             case "--metrics-listen":
-                let text = try value(argument)
-                guard let address = Self.metricsAddress(text) else {
-                    throw UsageError("--metrics-listen needs PORT or host:port, e.g. 9464 or 127.0.0.1:9464, got '\(text)'")
-                }
-                command.metricsAddress = address
-            case "--baseline": command.baseline = try value(argument)
+                command.metricsAddress = try scanner.value("PORT or host:port, e.g. 9464 or 127.0.0.1:9464", Self.metricsAddress) as SocketAddress
+            case "--baseline": command.baseline = try scanner.value()
             case "--tolerance":
-                let text = try value(argument)
+                let text = try scanner.value()
                 guard let tolerance = ReportComparison.parseTolerance(text) else {
                     throw UsageError("--tolerance needs a non-negative percentage such as 10% (got '\(text)')")
                 }
                 command.tolerance = tolerance
             case "--latency-floor":
-                command.latencyFloorMilliseconds = try CompareCommand.parseLatencyFloor(try value(argument))
+                command.latencyFloorMilliseconds = try CompareCommand.parseLatencyFloor(try scanner.value())
             case "--quiet": command.quiet = true
             case "--all": command.allRows = true
-            case "--summary-json": command.summaryJSON = try value(argument)
-            default:
-                if argument.hasPrefix("-") { throw UsageError.unknownOption(argument, command: "run", help: help) }
-                positional.append(argument)
+            case "--summary-json": command.summaryJSON = try scanner.value()
+            default: try scanner.positional(into: &positional)
             }
-            index += 1
         }
         guard positional.count == 1 else {
             throw UsageError(positional.isEmpty ? "run needs a scenario file" : "run takes one scenario file, got \(positional.count)")
@@ -244,421 +195,12 @@ struct RunCommand {
         return command
     }
 
-    func run(console given: Console) -> ExitCode {
-        // With the summary's JSON on standard output, everything else printed goes to standard error.
-        var console = given
-        if summaryJSON == "-" { console.outputDescriptor = given.errorDescriptor }
-        var scenario: Scenario
-        do {
-            scenario = try loadScenario()
-        } catch {
-            console.error(error.description)
-            return .invalidScenario
-        }
-        if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: scenarioPath) {
-            console.error(refusal)
-            return .invalidScenario
-        }
-        if let duration { scenario.trim(to: duration) }
-        if let scale {
-            for index in scenario.fleets.indices {
-                scenario.fleets[index].count = max(1, Int((Double(scenario.fleets[index].count) * scale).rounded()))
-            }
-        }
-        if !brokers.isEmpty {
-            switch scenario.replacingBrokers(with: brokers) {
-            case .success(let replaced): scenario = replaced
-            case .failure(let error):
-                console.error(error.description)
-                return .usage
-            }
-        }
-        var baselineReport: RunReport?
-        if let baseline {
-            do {
-                baselineReport = try RunReport.load(path: CompareCommand.reportPath(baseline))
-            } catch {
-                console.error("fleetbench: cannot read the baseline \(baseline): \(error)")
-                return .invalidScenario
-            }
-        }
-        // One socket per client: this process (and an embedded mosquitto) can hold only so many.
-        // A segment holds its share: the global indices i with i mod N = K.
-        let allClients = scenario.fleets.reduce(0) { $0 + $1.count }
-        let clients = segment.map { allClients > $0.index ? (allClients - $0.index + $0.count - 1) / $0.count : 0 } ?? allClients
-        let fileLimit = MosquittoBroker.openFileLimitForChild()
-        let reserve: UInt64 = 64
-        if fileLimit > reserve, UInt64(clients) > fileLimit - reserve {
-            console.error("fleetbench: \(clients) clients need \(clients) sockets, but one process may open \(fileLimit) "
-                + "files here (ulimit -n): run fewer clients per process (--scale), or split the run into segments (--segment K/N, then fleetbench merge)")
-            return .runtimeFailure
-        }
-        let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
-        if let startAt, startAt.timeIntervalSinceNow < -Self.startAtPastLimit {
-            console.error("fleetbench: --start-at \(RunReport.rfc3339(startAt)) is \(Int(-startAt.timeIntervalSinceNow)) s in the past; "
-                + "give every segment the same time in the future")
-            return .usage
-        }
-        if let segment, segment.count > 1, scenario.usesEmbeddedBroker {
-            console.error("fleetbench: --segment \(segment.index)/\(segment.count) needs a broker every segment shares (--broker "
-                + "or the scenario's brokers): an embedded mosquitto per segment would split the run's traffic")
-            return .usage
-        }
-        if segment != nil && scenario.seed == nil {
-            console.error("fleetbench: --segment needs a seed (--seed N or the scenario's \"seed\"): every segment must draw the same random choices")
-            return .usage
-        }
-        let startedAt = startAt ?? Date()
-        let directory = ResultsFolder.absolute(outputDirectory ?? "reports/\(scenario.name)-\(Self.timestamp(startedAt))")
-        if let problem = ResultsFolder.writabilityProblem(directory) {
-            console.error("fleetbench: cannot write results to \(directory): \(problem); nothing was run")
-            return .runtimeFailure
-        }
-        let control = RunControl()
-        control.installSignalHandlers(console: console)
-
-        // --embedded-broker rabbitmq: a private RabbitMQ node stands in for mosquitto and the run goes on as with
-        // --broker pointing at it (the node is stopped at the end, or by its wrapper if this process dies).
-        var rabbitNode: RabbitMQBroker?
-        defer { rabbitNode?.stop() }
-        if embeddedBroker == "rabbitmq" && scenario.usesEmbeddedBroker {
-            if scenario.fleets.contains(where: { ($0.transport ?? .tcp) != .tcp }) {
-                console.error("fleetbench: --embedded-broker rabbitmq serves plain mqtt only; drop the fleets' transport")
-                return .usage
-            }
-            if scenario.stages.contains(where: { if case .brokerRestart = $0.kind { return true } else { return false } }) {
-                console.error("fleetbench: --embedded-broker rabbitmq cannot restart the broker; restart stages need mosquitto")
-                return .usage
-            }
-            do {
-                let node = try RabbitMQBroker()
-                rabbitNode = node
-                if !quiet {
-                    console.print(String(format: "fleetbench: RabbitMQ node ready at %@ after %.1f s", node.url,
-                                         node.startupSeconds))
-                }
-                guard case .success(let replaced) = scenario.replacingBrokers(with: [node.url]) else {
-                    console.error("fleetbench: cannot use the RabbitMQ node at \(node.url)")
-                    return .runtimeFailure
-                }
-                scenario = replaced
-            } catch {
-                console.error("fleetbench: cannot start the embedded RabbitMQ node: \(error)")
-                return .runtimeFailure
-            }
-        }
-
-        // The embedded broker, when the scenario names none.
-        var embedded: MosquittoBroker?
-        var embeddedCertificates: ThrowawayCertificates?
-        defer { embeddedCertificates?.remove() }
-        if scenario.usesEmbeddedBroker {
-            var configuration = MosquittoConfiguration()
-            configuration.connectionMessages = false
-            let wanted = Set(scenario.fleets.compactMap(\.transport))
-            configuration.websocketsListener = wanted.contains(.webSocket)
-            do {
-                if wanted.contains(.tls) || wanted.contains(.secureWebSocket) {
-                    // FleetBroker runs one TLS listener: plain MQTT over TLS or WebSocket over TLS.
-                    guard !(wanted.contains(.tls) && wanted.contains(.secureWebSocket)) else {
-                        throw UnsupportedFeature(description: "the embedded broker has one TLS listener: fleets may use mqtts or wss, not both")
-                    }
-                    let certificates = try ThrowawayCertificates.make(label: "broker-certs")
-                    embeddedCertificates = certificates
-                    configuration.tlsListener = MosquittoTLSListener(
-                        caFile: certificates.caFile, certificateFile: certificates.serverCertificate,
-                        keyFile: certificates.serverKey, websockets: wanted.contains(.secureWebSocket))
-                }
-                embedded = try MosquittoBroker(configuration: configuration)
-            } catch {
-                console.error("fleetbench: cannot start the embedded broker: \(error)")
-                return .runtimeFailure
-            }
-        }
-        defer { embedded?.stop() }
-        // A second Ctrl-C exits at once: the broker it started must not outlive it.
-        if let embedded { control.onQuit { embedded.kill() } }
-        let runBrokers: [RunBroker]
-        do {
-            runBrokers = try Self.runBrokers(embedded: embedded, certificates: embeddedCertificates, scenario: scenario)
-        } catch {
-            console.error("fleetbench: \(error)")
-            return .runtimeFailure
-        }
-        let brokerURLs = embedded.map { [$0.url] } ?? scenario.brokers.map(\.url)
-        for broker in runBrokers where broker.transport.usesTLS && broker.insecureSkipVerify {
-            console.error("fleetbench: warning: certificate verification skipped for \(broker.url) (insecure_skip_verify)")
-        }
-
-        var report = RunReport(
-            toolVersion: FleetVersion.current,
-            scenario: ScenarioInfo(
-                name: scenario.name, file: scenarioPath, sha256: scenarioSHA256(),
-                description: scenario.description.isEmpty ? nil : scenario.description,
-                redacted: effectiveScenarioJSON(scenario)),
-            run: RunInfo(startedAt: startedAt, durationSeconds: 0, interrupted: false, seed: seed),
-            brokers: runBrokers.map(\.reportedURL), brokerEmbedded: embedded != nil,
-            environment: EnvironmentInfo.current(fleetbenchVersion: FleetVersion.current))
-
-        // Brokers and the engine.
-        let engine: Engine
-        do {
-            var configuration = try ScenarioMapping.engineConfiguration(
-                scenario, brokers: runBrokers.filter { $0.transport == .tcp }.map(\.address), seed: seed, lanes: lanes,
-                endpoints: runBrokers, embeddedBroker: embedded != nil)
-            if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
-            configuration.batchedSends = batchedSends
-            if let ringReceives { configuration.ringReceives = ringReceives }
-            // Each second goes to latency.hlog and timeline.csv as it completes (`RunStreamWriter`): the engine
-            // keeps neither, so memory stays flat however long the run.
-            configuration.keepsIntervalLatencies = false
-            configuration.keepsTimeline = false
-            if let runID { configuration.runID = runID }
-            if let segment {
-                configuration.segmentIndex = segment.index
-                configuration.segmentCount = segment.count
-                configuration.publishNotBefore = Engine.plannedConnectSpan(configuration) &+ segmentGrace
-            }
-            engine = try Engine(configuration: configuration)
-            report.run.runID = engine.runID
-        } catch {
-            console.error("fleetbench: \(error)")
-            return .runtimeFailure
-        }
-        for crowded in engine.crowdedSourceAddresses() { console.error("fleetbench: warning: \(crowded)") }
-        if !quiet {
-            console.print("fleetbench \(FleetVersion.current): running \(scenario.name) for \(scenario.duration) "
-                + "against \(embedded.map { "an embedded mosquitto at \($0.url)" } ?? brokerURLs.joined(separator: ", "))")
-        }
-        let cpuBefore = Self.cpuSeconds()
-        // The scenario's duration counts from the first connect, ramps included. The engine publishes only once
-        // every client is connected and subscribed (so loss is exact), then until this run's end.
-        var totalDuration = scenario.duration.nanoseconds
-        let live = LiveStatusBox()
-        live.update {
-            $0.totalSeconds = scenario.duration.seconds
-            $0.targetClients = clients
-        }
-        var metricsServer: MiniHTTPServer?
-        if let metricsAddress {
-            let name = scenario.name
-            do {
-                metricsServer = try MiniHTTPServer(address: metricsAddress) { method, path in
-                    guard method == "GET" else { return .init(status: 405, body: "only GET\n") }
-                    guard path == "/metrics" || path.hasPrefix("/metrics?") else {
-                        return .init(status: 404, body: "metrics are at /metrics\n")
-                    }
-                    return .init(contentType: "text/plain; version=0.0.4; charset=utf-8",
-                                 body: PrometheusText.render(live.current, scenario: name))
-                }
-                if !quiet { console.print("metrics: http://\(metricsServer!.address)/metrics") }
-                if !metricsAddress.isLoopback {
-                    // The endpoint has no authentication: serving it beyond this machine must be a visible choice.
-                    console.error("fleetbench: warning: metrics at http://\(metricsServer!.address)/metrics are "
-                        + "reachable from other machines, without authentication (only a loopback address keeps them local)")
-                }
-            } catch {
-                console.error("fleetbench: cannot listen for metrics on \(metricsAddress): \(error)")
-                return .usage
-            }
-        }
-        defer { metricsServer?.stop() }
-        let progress = ProgressPrinter(console: console, quiet: quiet, totalSeconds: scenario.duration.seconds,
-                                       targetClients: clients)
-        let stream: RunStreamWriter
-        do {
-            stream = try RunStreamWriter(directory: directory, toolVersion: FleetVersion.current,
-                                         scenarioName: scenario.name, startedAt: startedAt)
-        } catch {
-            console.error("fleetbench: cannot write results to \(directory): \(error); nothing was run")
-            return .runtimeFailure
-        }
-        control.onQuit { stream.removePartialFiles() }
-        engine.onSnapshot = { snapshot in
-            let length = Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9
-            stream.append(ReportLatencyInterval(startSeconds: max(snapshot.t - length, 0), lengthSeconds: length,
-                                                latencies: snapshot.latency))
-            stream.appendTimeline(cumulative: TimelinePoint(
-                t: snapshot.t, connected: UInt64(max(snapshot.connected, 0)), published: snapshot.published,
-                received: snapshot.received, endToEndP50Ms: snapshot.endToEndP50Milliseconds,
-                endToEndP99Ms: snapshot.endToEndP99Milliseconds, ackTimeouts: snapshot.ackTimeouts))
-            live.update { status in
-                status.elapsedSeconds = snapshot.t
-                status.connected = snapshot.connected
-                status.counters = snapshot.counters
-                // Snapshots carry running totals: the rate is the change since the previous one.
-                let seconds = max(Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9, 0.001)
-                status.publishedPerSecond = Double(snapshot.published &- status.lastPublished) / seconds
-                status.receivedPerSecond = Double(snapshot.received &- status.lastReceived) / seconds
-                status.lastPublished = snapshot.published
-                status.lastReceived = snapshot.received
-                status.endToEndP50Ms = snapshot.endToEndP50Milliseconds
-                status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
-            }
-            progress.show(live.current)
-        }
-        // CPU used while publishing, for the saturation check: connecting and draining cost differently.
-        let publishingCPU = PublishingCPU()
-        engine.onPublishStart = { publishingCPU.mark(start: true, seconds: Self.cpuSeconds()) }
-        engine.onPublishEnd = { publishingCPU.mark(start: false, seconds: Self.cpuSeconds()) }
-        let stages = StageRunner(scenario: scenario, broker: embedded, control: control, console: console, quiet: quiet)
-        if let startAt {
-            // Every segment starts connecting at the same moment: the common time base of their results.
-            if !quiet && startAt.timeIntervalSinceNow > 0.5 {
-                console.print("waiting until \(RunReport.rfc3339(startAt)) to start")
-            }
-            while startAt.timeIntervalSinceNow > 0 && !control.stopRequested {
-                usleep(UInt32(min(50_000, max(100, startAt.timeIntervalSinceNow * 1e6))))
-            }
-            if segment.map({ $0.count > 1 }) == true {
-                // The common publishing start, counted from the common start time rather than this process's.
-                let late = max(0, -startAt.timeIntervalSinceNow)
-                let publishIn = Double(engine.configuration.publishNotBefore) / 1e9 - late
-                engine.publishStartAt = MonotonicClock.now() &+ UInt64(max(0, publishIn) * 1e9)
-                // And the common end: every segment stops publishing at --start-at plus the duration.
-                let lateNanoseconds = UInt64(late * 1e9)
-                totalDuration = totalDuration > lateNanoseconds ? totalDuration - lateNanoseconds : 0
-                if publishIn < 0 {
-                    console.error(String(format: "fleetbench: warning: this segment started %.1f s after --start-at, after "
-                        + "the segments' common publishing start: its subscribers' messages from other segments cannot be "
-                        + "verified (merge counts them as unverified pairs)", late))
-                }
-            }
-        }
-        let runStart = MonotonicClock.now()
-        stages.start(engine: engine)
-        let runDuration = totalDuration
-        let result = engine.run(duration: runDuration, shouldStop: {
-            control.stopRequested || MonotonicClock.now() &- runStart >= runDuration
-        })
-        progress.finish()
-        control.requestStopOfStages()
-        stages.wait()
-        let elapsed = Double(MonotonicClock.now() - runStart) / 1e9
-
-        // Results.
-        report.run.durationSeconds = elapsed
-        report.run.interrupted = control.stopRequested
-        report.setCounters(result.counters, peakConnected: result.peakConnected)
-        report.messages.unackedAtEnd = result.unackedAtEnd
-        report.delivery = DeliveryByQoS(result.delivery, foreign: result.foreignMessages,
-                                        retainedOnSubscribe: result.retainedOnSubscribe)
-        report.latency = result.latency
-        report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
-        // latency.hlog and timeline.csv were written second by second; the report's timeline is read back.
-        var streamFailure: ReportError?
-        do {
-            report.timeline = try stream.finish()
-        } catch {
-            streamFailure = error
-        }
-        if scenario.fleets.count > 1 {
-            report.fleets = scenario.fleets.compactMap { fleet in
-                guard let fleetResult = result.fleets[fleet.name] else { return nil }
-                var fleetReport = FleetReport(
-                    name: fleet.name, clients: fleet.count, counters: fleetResult.counters,
-                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery, foreign: fleetResult.foreignMessages,
-                                                                   retainedOnSubscribe: fleetResult.retainedOnSubscribe),
-                    latency: fleetResult.latency)
-                fleetReport.messages.unackedAtEnd = fleetResult.unackedAtEnd
-                fleetReport.ackTimeoutSeconds = Self.ackTimeoutSeconds(fleet)
-                fleetReport.requests = Self.requests(fleetResult)
-                fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
-                fleetReport.droppedSlots = fleetResult.droppedSlots
-                fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
-                return fleetReport
-            }
-        }
-        report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
-        report.generator = GeneratorHealth(
-            cpuSeconds: Self.cpuSeconds() - cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
-            lanes: engine.laneCount, droppedSlots: result.droppedSlots,
-            abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
-            unsentAtEnd: result.unsentAtEnd,
-            drainSeconds: Double(result.phases.drainEnd &- result.phases.publishEnd) / 1e9,
-            drainLimitSeconds: Double(engine.configuration.drainTimeout) / 1e9,
-            receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
-            receiveCoalescingPauses: result.coalescingPauses,
-            sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
-            receivePath: result.receivePath.rawValue, receiveRingUnavailable: result.receiveRingUnavailable,
-            sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),
-            closedModelStreams: scenario.fleets.flatMap { fleet in
-                fleet.publishes.filter(\.schedule.isClosedModel).map(\.name)
-                    + fleet.requests.filter(\.schedule.isClosedModel).map(\.name)
-            })
-        let publishSeconds = Double(result.phases.publishEnd &- result.phases.publishStart) / 1e9
-        report.generator.saturationReasons = Self.saturation(
-            result: result, publishingCPUSeconds: publishingCPU.seconds, publishSeconds: publishSeconds,
-            lanes: engine.laneCount)
-        report.generator.saturated = !report.generator.saturationReasons.isEmpty
-        report.run.publishSeconds = publishSeconds
-        // Thresholds divide by the same publishing phase as report.json, compare and the HTML report.
-        let metrics = ReportMetrics(report: report)
-        report.thresholds = scenario.thresholds.map { threshold in
-            let outcome = threshold.evaluate(metrics.value)
-            return ThresholdResult(
-                expression: threshold.source, metric: threshold.metric, observed: outcome.observed,
-                limit: threshold.value, passed: outcome.passed)
-        }
-        let unreachable = result.counters.connectsSucceeded == 0 && result.counters.connectsAttempted > 0
-        // A client that never got connected did none of its work: that fails the run unless the scenario says
-        // what it accepts of connections (a threshold on connections.*), as a refusal test would.
-        let neverConnectedAccepted = scenario.thresholds.contains { $0.metric.hasPrefix("connections.") }
-        let neverConnectedFails = result.counters.neverConnected > 0 && !neverConnectedAccepted
-        // Likewise a broker that granted less than asked (QoS 2 run as QoS 1, a subscription granted a lower QoS
-        // or refused): the run did not test what the scenario asked for, so it fails unless the scenario says what
-        // it accepts of that (a threshold on downgrades.*). RabbitMQ 3.10, for one, has no QoS 2.
-        let downgrades = DowngradeSummary(counters: result.counters)
-        let downgradesAccepted = scenario.thresholds.contains { $0.metric.hasPrefix("downgrades.") }
-        let downgradesFail = downgrades.total > 0 && !downgradesAccepted
-        report.passed = !report.run.interrupted && !unreachable && !neverConnectedFails && !downgradesFail
-            && report.thresholds.allSatisfy(\.passed)
-
-        if let segment {
-            report.segments = SegmentInfo(index: segment.index, count: segment.count, deliveryFinal: segment.count == 1)
-        }
-        var written = true
-        if let streamFailure {
-            console.error("fleetbench: cannot write results to \(directory): \(streamFailure)")
-            written = false
-        }
-        do {
-            try ResultsFolder.write(report, to: directory, streamed: streamFailure == nil)
-            if streamFailure == nil { try stream.commit() }
-            if let segment, let data = result.segment {
-                try SegmentFile(runID: engine.runID, seed: seed, scenarioSHA256: report.scenario.sha256,
-                                index: segment.index, count: segment.count, delivery: data,
-                                requests: Self.requestTotals(result)).write(to: directory)
-            }
-        } catch {
-            console.error("fleetbench: cannot write results to \(directory): \(error)")
-            stream.abandon()
-            written = false
-        }
-        console.print(RunSummary.render(report, directory: written ? directory : nil))
-        // TLS and WebSocket failures by their reason (the report's counters keep only the kind).
-        for (reason, count) in result.transportErrors.sorted(by: { $0.value > $1.value }) {
-            console.error("fleetbench: transport error ×\(count): \(reason)")
-        }
-        let code = exitCode(report: report, result: result, written: written, unreachable: unreachable,
-                            neverConnectedFails: neverConnectedFails, downgrades: downgrades,
-                            downgradesFail: downgradesFail, brokerURLs: brokerURLs,
-                            baselineReport: baselineReport, console: console)
-        if let summaryJSON {
-            let text = JSONWriter.string(from: RunSummaryJSON.value(report, directory: written ? directory : nil,
-                                                                 exitCode: code.rawValue))
-            if summaryJSON == "-" {
-                given.write(text, to: given.outputDescriptor)
-            } else {
-                do {
-                    try ReportWriter.writeFile(text, to: ResultsFolder.absolute(summaryJSON))
-                } catch {
-                    console.error("fleetbench: \(error.message)")
-                    return code == .success ? .runtimeFailure : code
-                }
-            }
-        }
-        return code
+    /// `--segment K/N`: N from 1 to 100000, K from 0 to N-1.
+    static func segment(_ text: String) -> (index: Int, count: Int)? {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, count <= 100_000,
+              index >= 0, index < count else { return nil }
+        return (index, count)
     }
 
     /// The run's exit code, with the messages that explain a failure.

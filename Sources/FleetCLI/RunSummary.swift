@@ -31,7 +31,7 @@ enum RunSummary {
         if connections.neverConnected > 0 {
             lines.append("                never connected: \(connections.neverConnected) client\(connections.neverConnected == 1 ? "" : "s")")
         }
-        for level in QoSLevel.allCases {
+        for level in MQTTQoS.allCases {
             let published = report.messages.published[level]
             let received = report.messages.received[level]
             guard published > 0 || received > 0 else { continue }

@@ -10,24 +10,8 @@ struct UnsupportedFeature: Error, CustomStringConvertible {
 }
 
 /// Turns a decoded scenario into the engine's configuration: patterns rendered per client, durations in
-/// nanoseconds, scenario enums onto protocol ones.
+/// nanoseconds, scenario enums onto the engine's.
 enum ScenarioMapping {
-    static func version(_ version: ProtocolVersion) -> MQTTProtocolVersion {
-        switch version {
-        case .v3_1: return .v3_1
-        case .v3_1_1: return .v3_1_1
-        case .v5: return .v5
-        }
-    }
-
-    static func qos(_ qos: QoS) -> MQTTQoS {
-        switch qos {
-        case .atMostOnce: return .atMostOnce
-        case .atLeastOnce: return .atLeastOnce
-        case .exactlyOnce: return .exactlyOnce
-        }
-    }
-
     static func reconnect(_ policy: FleetScenario.ReconnectPolicy) -> FleetEngine.ReconnectPolicy {
         switch policy {
         case .none:
@@ -100,7 +84,7 @@ enum ScenarioMapping {
             for address in fleet.sourceAddresses {
                 sources.append(try SocketAddress(ipAddress: address, port: 0))
             }
-            let version = version(fleet.protocolVersion)
+            let version = fleet.protocolVersion
             let willSpecification = fleet.will
             let fleetName = fleet.name
             @Sendable func willFor(_ index: Int, _ clientID: String) -> MQTTWill? {
@@ -112,7 +96,7 @@ enum ScenarioMapping {
                     topic: will.topic.render(clientID: clientID, index: index, fleet: fleetName),
                     payload: will.payload.render(clientID: clientID, index: index, fleet: fleetName, sequence: 0,
                                                  timestampMilliseconds: 0, using: &random),
-                    qos: qos(will.qos), retain: will.retain, properties: willProperties(will))
+                    qos: will.qos, retain: will.retain, properties: willProperties(will))
             }
             let will = willFor(0, "")
             // A will that names the client (its topic or payload) needs settings per client.
@@ -170,7 +154,7 @@ enum ScenarioMapping {
                         MQTTSubscription(
                             filter: subscription.filter.render(clientID: clientID, index: index, fleet: name),
                             options: MQTTSubscriptionOptions(
-                                qos: qos(subscription.qos), noLocal: subscription.noLocal,
+                                qos: subscription.qos, noLocal: subscription.noLocal,
                                 retainAsPublished: subscription.retainAsPublished,
                                 retainHandling: MQTTRetainHandling(rawValue: UInt8(subscription.retainHandling)) ?? .sendOnSubscribe))
                     }
@@ -196,7 +180,7 @@ enum ScenarioMapping {
                 }
                 engineFleet.responder = EngineResponder(
                     commandTopic: { index, clientID in commandPattern.render(clientID: clientID, index: index, fleet: name) },
-                    replyTopic: replyTopic, qos: qos(responder.qos))
+                    replyTopic: replyTopic, qos: responder.qos)
             }
             fleets.append(engineFleet)
         }
@@ -206,14 +190,14 @@ enum ScenarioMapping {
     }
 
     static func stream(
-        topic: NamePattern, qos scenarioQoS: QoS, retain: Bool, schedule: FleetScenario.PublishSchedule,
+        topic: NamePattern, qos: MQTTQoS, retain: Bool, schedule: FleetScenario.PublishSchedule,
         payload scenarioPayload: Payload, behind: BehindSchedulePolicy, limit: Int?, fleet: String
     ) throws -> EngineStream {
         var messageLimit = limit.map { UInt64($0) }
         if case .onConnect(let count) = schedule { messageLimit = UInt64(max(count, 1)) }
         return EngineStream(
             topic: { index, clientID in topic.render(clientID: clientID, index: index, fleet: fleet) },
-            qos: qos(scenarioQoS), retain: retain, plan: plan(schedule), behind: behind == .drop ? .drop : .catchUp,
+            qos: qos, retain: retain, plan: plan(schedule), behind: behind == .drop ? .drop : .catchUp,
             payload: try payload(scenarioPayload, fleet: fleet), messageLimit: messageLimit)
     }
 

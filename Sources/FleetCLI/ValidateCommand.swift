@@ -4,7 +4,7 @@ import Foundation
 
 /// `fleetbench validate FILE... [--set path=value]...`: checks scenario files without running them and prints
 /// each one's plan. Every error of every file is printed (file:line:column: path: message), not only the first.
-struct ValidateCommand {
+struct ValidateCommand: FleetCommand {
     static let help = """
         Usage: fleetbench validate FILE... [--set path=value]... [--plan]
 
@@ -28,36 +28,20 @@ struct ValidateCommand {
     /// Parses the arguments after `validate`.
     static func parse(_ arguments: [String]) throws(UsageError) -> ValidateCommand? {
         var command = ValidateCommand()
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "-h", "--help":
-                return nil
-            case "--plan":
-                break
-            case "-":
-                command.files.append(argument)
-            case "--set":
-                index += 1
-                guard index < arguments.count else { throw UsageError("--set needs a value: --set path=value") }
-                command.overrides.append(arguments[index])
-            default:
-                if argument.hasPrefix("--set=") {
-                    command.overrides.append(String(argument.dropFirst("--set=".count)))
-                } else if argument.hasPrefix("-") {
-                    throw UsageError.unknownOption(argument, command: "validate", help: help)
-                } else {
-                    command.files.append(argument)
-                }
+        var scanner = ArgumentScanner(arguments, command: "validate", help: help)
+        while let option = try scanner.next() {
+            switch option {
+            case "-h", "--help": return nil
+            case "--plan": break
+            case "--set": command.overrides.append(try scanner.value())
+            default: try scanner.positional(into: &command.files)
             }
-            index += 1
         }
         guard !command.files.isEmpty else { throw UsageError("validate needs at least one scenario file") }
         return command
     }
 
-    func run(output: Console) -> ExitCode {
+    func run(console output: Console) -> ExitCode {
         var invalid = 0
         let environment = ProcessInfo.processInfo.environment
         for file in files {

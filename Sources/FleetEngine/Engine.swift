@@ -63,10 +63,9 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// One lane per core, but one core is left to a broker on this machine (every address on loopback): it
-    /// competes for the same cores, and a lane more than the cores left costs more than it brings. Measured on
-    /// 2 cores against a local mosquitto (EngineBenchmark, one lane vs two): 15,000 clients at 1 msg/s used 15.1 %
-    /// of a core instead of 19.8 %, schedule lag max 4 ms instead of 270 ms; QoS 1 window 32 1.17 µs/msg instead
-    /// of 1.52; same throughput (the broker's one thread is the limit either way).
+    /// competes for the same cores, and a lane more than the cores left costs more than it brings: less CPU and
+    /// far less schedule lag at the same throughput, the broker's one thread being the limit either way (figures
+    /// in docs/performance.md, "Figures behind engine defaults").
     public static func defaultLaneCount(cores: Int, configuration: EngineConfiguration) -> Int {
         let addresses = configuration.allBrokerAddresses
         let brokerIsLocal = !addresses.isEmpty && addresses.allSatisfy(\.isLoopback)
@@ -76,9 +75,8 @@ public final class Engine: @unchecked Sendable {
     /// Source addresses for a local IPv4 broker when the configuration names none. Connections from one source
     /// address to one broker address take their ports from net.ipv4.ip_local_port_range, and connect() looks
     /// among the even ports first (the kernel keeps the odd ones for bind()): once that half (~14,000 of 28,232
-    /// by default) is in use, every further connect scans all of it. Measured with 15,000 clients to a local
-    /// mosquitto: 28 % of the tool's CPU in that scan (__inet_hash_connect) and connect p99 75-140 ms; spread
-    /// over 127.0.0.1 and 127.0.0.2, no scan and 17-28 ms. So clients are spread over as many of 127.0.0.1,
+    /// by default) is in use, every further connect scans all of it (`__inet_hash_connect`), which costs CPU and
+    /// connect latency (figures in docs/performance.md). So clients are spread over as many of 127.0.0.1,
     /// 127.0.0.2, ... as keep each below 70 % of the even half (all of 127/8 is loopback on Linux). Beyond
     /// loopback the network decides which source addresses exist: the scenario must name them.
     public static func defaultSourceAddresses(configuration: EngineConfiguration, ephemeralPorts: Int) -> [SocketAddress] {
@@ -109,9 +107,7 @@ public final class Engine: @unchecked Sendable {
 
     /// 100 µs while the lane's scheduled publishes come at 2,000 a second or fewer, else 1 ms. A lane runs a turn
     /// when a tick has something due, so with few events a finer tick costs nothing and cuts the schedule lag it
-    /// adds to every message: vehicle-telemetry at 0.2 scale (200 cars, 1 msg/s each), schedule lag p50 0.54 →
-    /// 0.09 ms and end-to-end p50 0.59 → 0.12 ms at the same CPU. With many events it multiplies turns: 15,000
-    /// clients at 1 msg/s used 24-25 % of a core instead of 10.6-11.2 % (250 µs: 16 %, lag p50 146 µs).
+    /// adds to every message; with many events it multiplies turns and CPU (figures in docs/performance.md).
     public static func defaultTickNanoseconds(configuration: EngineConfiguration, laneCount: Int) -> UInt64 {
         var perSecond = 0.0
         for fleet in configuration.fleets {

@@ -232,12 +232,11 @@ public struct EngineConfiguration: Sendable {
     public var laneDriver = LaneDriver.thread
     /// While a lane receives 64,000 messages a second or more, it waits until this long after a turn began
     /// before it looks for more (0: never waits). Reading a heavy stream as it arrives costs a wakeup, a read
-    /// and a TCP ACK every few messages, for the tool and the broker alike. Measured on this machine (10 x
-    /// 200,000 QoS 0 messages into one subscriber of a local mosquitto): reading at once, 3.6 µs of tool CPU
-    /// and 8.0 µs of broker CPU per message, 125,000 msg/s delivered; pausing 250 µs, 1.1 / 6.5 µs, 153,000;
-    /// pausing 1 ms, 0.5 / 3.9 µs, 254,000. The price: under that load a receive time (end-to-end latency) may
-    /// be up to this late, and timers may fire up to this late (it shows as schedule lag). Reports state it
-    /// (`generator.receive_coalescing_us`). Lighter traffic is read at once. `.thread` driver only.
+    /// and a TCP ACK every few messages, for the tool and the broker alike; pausing cuts both sides' CPU per
+    /// message several-fold and raises throughput (figures in docs/performance.md). The price: under that load a
+    /// receive time (end-to-end latency) may be up to this late, and timers may fire up to this late (it shows as
+    /// schedule lag). Reports state it (`generator.receive_coalescing_us`). Lighter traffic is read at once.
+    /// `.thread` driver only.
     public var receiveCoalescing: UInt64 = 1_000_000
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.

@@ -61,7 +61,7 @@ extension Lane {
             }
             if case .sent = result {
                 metrics.fleets[fleet].requestsAnswered += 1
-                metrics.fleets[fleet].counters.published[QoSLevel(qos)] += 1
+                metrics.fleets[fleet].counters.published[qos] += 1
             } else {
                 metrics.fleets[fleet].requestsUnanswered += 1
             }

@@ -264,7 +264,7 @@ extension Lane {
         }
         switch result {
         case .sent:
-            metrics.fleets[clients[client].fleet].counters.published[QoSLevel(state.qos)] += 1
+            metrics.fleets[clients[client].fleet].counters.published[state.qos] += 1
             progress.setPublished(Int(state.streamID), sequence &+ 1)
             if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
             // A closed-model message has no intended time of its own: no schedule lag, no generator lag.

@@ -10,7 +10,8 @@ import MQTTSession
 /// metrics are touched only on `queue`, so the per-message path takes no lock.
 ///
 /// Readiness: one epoll instance per lane holds every socket of the lane and a timerfd armed for the wheel's
-/// next deadline (ARCHITECTURE.md: ~100-160 B per client instead of ~750 B for a source per socket). By default
+/// next deadline: far less memory per client than a dispatch source per socket (docs/performance.md, "Figures
+/// behind engine defaults"; docs/architecture.md for the lane's place in the engine). By default
 /// a thread per lane blocks in epoll_wait and runs each turn on the queue with the events it got (`LaneDriver`);
 /// while the lane receives heavily it pauses between turns (`EngineConfiguration.receiveCoalescing`).
 /// A turn: read the clock once, handle the ready events, fire due timers, flush every connection written to (in

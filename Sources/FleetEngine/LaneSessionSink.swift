@@ -109,7 +109,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     ) {
         let now = lane.now
         lane.messagesThisTurn &+= 1
-        lane.metrics.fleets[fleet].counters.received[QoSLevel(message.qos)] += 1
+        lane.metrics.fleets[fleet].counters.received[message.qos] += 1
         if !commandTopic.isEmpty, topic.elementsEqual(commandTopic) {
             lane.queueReply(payload: payload, properties: properties)
             return
@@ -214,12 +214,3 @@ extension AckKind {
     }
 }
 
-extension QoSLevel {
-    init(_ qos: MQTTQoS) {
-        switch qos {
-        case .atMostOnce: self = .atMostOnce
-        case .atLeastOnce: self = .atLeastOnce
-        case .exactlyOnce: self = .exactlyOnce
-        }
-    }
-}

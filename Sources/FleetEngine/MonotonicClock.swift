@@ -1,7 +1,8 @@
 import Glibc
 
-/// The engine's only clock: CLOCK_MONOTONIC in nanoseconds (about 24 ns a read here). Never the wall clock:
-/// latency must not jump when NTP adjusts the time. Lanes read it once per turn and pass the value down.
+/// The engine's only clock: CLOCK_MONOTONIC in nanoseconds. Never the wall clock: latency must not jump when NTP
+/// adjusts the time. A read is cheap but not free (figure in docs/performance.md), so lanes read it once per turn
+/// and pass the value down.
 public enum MonotonicClock {
     @inline(__always)
     public static func now() -> UInt64 {

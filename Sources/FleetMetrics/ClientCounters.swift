@@ -1,9 +1,4 @@
-/// QoS level of a message, as the metrics count it (the codec's own type stays in MQTTCodec).
-public enum QoSLevel: Int, CaseIterable, Sendable {
-    case atMostOnce = 0
-    case atLeastOnce = 1
-    case exactlyOnce = 2
-}
+import MQTTCodec
 
 /// One counter per QoS level, without allocation.
 public struct PerQoSCounts: Equatable, Sendable {
@@ -17,7 +12,7 @@ public struct PerQoSCounts: Equatable, Sendable {
         self.qos2 = qos2
     }
 
-    public subscript(qos: QoSLevel) -> UInt64 {
+    public subscript(qos: MQTTQoS) -> UInt64 {
         get {
             switch qos {
             case .atMostOnce: return qos0

@@ -1,6 +1,7 @@
 import FleetJSON
 import FleetMetrics
 import Foundation
+import MQTTCodec
 
 /// `fleetbench compare BASELINE CANDIDATE`: what got better or worse between two runs, and first whether the two
 /// runs can be compared at all (`differences`, `isLikeForLike`).
@@ -146,7 +147,7 @@ public struct ReportComparison: Sendable {
             Self.rate(candidate.messages.received.total, candidate.run.rateSeconds))
 
         // Losses and duplicates, for QoS levels either run used.
-        for qos in QoSLevel.allCases where baseline.delivery[qos].expected > 0 || candidate.delivery[qos].expected > 0 {
+        for qos in MQTTQoS.allCases where baseline.delivery[qos].expected > 0 || candidate.delivery[qos].expected > 0 {
             let base = baseline.delivery[qos]
             let cand = candidate.delivery[qos]
             add("delivery.qos\(qos.rawValue).lost", "messages", .lowerIsBetter, Double(base.lost), Double(cand.lost))

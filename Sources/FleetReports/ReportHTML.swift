@@ -1,6 +1,7 @@
 import FleetJSON
 import FleetMetrics
 import Foundation
+import MQTTCodec
 
 /// report.html: one self-contained page (inline CSS and SVG; no scripts, fonts or anything fetched) that a person
 /// reads first. Sections, each with a stable id: verdict, thresholds, timeline, latency, connections, delivery,
@@ -325,7 +326,7 @@ public enum ReportHTML {
         var html = "<table>\n<thead><tr><th>QoS</th>"
         for column in columns { html += "<th class=\"num\">\(column.0)</th>" }
         html += "<th class=\"num\">loss</th></tr></thead>\n<tbody>\n"
-        for qos in QoSLevel.allCases {
+        for qos in MQTTQoS.allCases {
             let counts = delivery[qos]
             html += "<tr><td>QoS \(qos.rawValue)</td>"
             for column in columns {
@@ -351,7 +352,7 @@ public enum ReportHTML {
         var html = "<table>\n<thead><tr><th>QoS</th><th class=\"num\">published</th><th class=\"num\">acked</th>"
             + "<th class=\"num\">unacked at end</th>"
             + "<th class=\"num\">received</th><th class=\"num\">published / s</th><th class=\"num\">received / s</th></tr></thead>\n<tbody>\n"
-        for qos in QoSLevel.allCases {
+        for qos in MQTTQoS.allCases {
             let acked = qos == .atMostOnce ? "–" : MetricFormat.grouped(messages.acked[qos])
             let unacked = qos == .atMostOnce ? "–" : MetricFormat.grouped(messages.unackedAtEnd[qos])
             let unackedClass = qos != .atMostOnce && messages.unackedAtEnd[qos] > 0 ? "num bad" : "num"

@@ -1,6 +1,7 @@
 import FleetJSON
 import FleetMetrics
 import Foundation
+import MQTTCodec
 
 // report.json: written with FleetJSON's writer (keys in a fixed order, byte-for-byte stable) and read back into a
 // RunReport. Every key is documented in docs/report-format.md; keep the two in step.
@@ -280,7 +281,7 @@ extension RequestSummary {
 extension MessageSummary {
     var jsonValue: JSONValue {
         var members: [JSONMember] = []
-        for qos in QoSLevel.allCases {
+        for qos in MQTTQoS.allCases {
             var entry = [JSONMember("published", .count(published[qos]))]
             if qos != .atMostOnce { entry.append(JSONMember("acked", .count(acked[qos]))) }
             entry.append(JSONMember("received", .count(received[qos])))
@@ -312,7 +313,7 @@ extension DeliveryCounts {
 
 extension DeliveryByQoS {
     var jsonValue: JSONValue {
-        .object(QoSLevel.allCases.map { JSONMember("qos\($0.rawValue)", self[$0].jsonValue) } + [
+        .object(MQTTQoS.allCases.map { JSONMember("qos\($0.rawValue)", self[$0].jsonValue) } + [
             JSONMember("foreign", .count(foreign)),
             JSONMember("retained_on_subscribe", .count(retainedOnSubscribe)),
         ])

@@ -1,6 +1,7 @@
 import FleetJSON
 import FleetMetrics
 import Foundation
+import MQTTCodec
 
 // Reading report.json back into a RunReport: what `fleetbench report DIR` and `fleetbench compare` use. Strict
 // about the keys the writer always writes (a wrong type or a missing key is an error naming its path), lenient
@@ -179,7 +180,7 @@ extension DowngradeSummary {
 extension MessageSummary {
     init(_ object: JSONField) throws(ReportError) {
         self.init()
-        for qos in QoSLevel.allCases {
+        for qos in MQTTQoS.allCases {
             let entry = try object.object("qos\(qos.rawValue)")
             published[qos] = try entry.count("published")
             if qos != .atMostOnce { acked[qos] = try entry.count("acked") }
@@ -195,7 +196,7 @@ extension MessageSummary {
 extension DeliveryByQoS {
     init(_ object: JSONField) throws(ReportError) {
         self.init()
-        for qos in QoSLevel.allCases {
+        for qos in MQTTQoS.allCases {
             let entry = try object.object("qos\(qos.rawValue)")
             // Reports before range tracking said `out_of_range` for what is now `untracked`.
             let untracked = try entry.optionalCount("untracked")

@@ -1,6 +1,7 @@
 import FleetJSON
 import FleetMetrics
 import Foundation
+import MQTTCodec
 
 /// Everything a run's results folder holds (report.json, report.html, junit.xml, latency.hlog), as plain data.
 ///
@@ -295,7 +296,7 @@ public struct DeliveryByQoS: Equatable, Sendable {
         self.retainedOnSubscribe = retainedOnSubscribe
     }
 
-    public subscript(qos: QoSLevel) -> DeliveryCounts {
+    public subscript(qos: MQTTQoS) -> DeliveryCounts {
         get {
             switch qos {
             case .atMostOnce: return qos0

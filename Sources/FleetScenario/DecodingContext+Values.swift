@@ -1,5 +1,6 @@
 import FleetPayload
 import FleetJSON
+import MQTTCodec
 
 /// Decoders for the value kinds scenarios use. Each returns nil after reporting a problem.
 extension DecodingContext {
@@ -32,7 +33,7 @@ extension DecodingContext {
 
     /// MQTT's protocol version as the scenario format spells it ("3.1", "3.1.1", "5"), or as users type it
     /// unquoted: the numbers 3.1 and 5, and 4, the protocol level byte MQTT 3.1.1 sends in its CONNECT.
-    func protocolVersion(_ value: JSONValue, _ path: JSONPath) -> ProtocolVersion? {
+    func protocolVersion(_ value: JSONValue, _ path: JSONPath) -> MQTTProtocolVersion? {
         switch value {
         case .integer(4): return .v3_1_1
         case .integer(5): return .v5
@@ -40,12 +41,12 @@ extension DecodingContext {
         case .real(let number) where number == 5: return .v5
         case .string("4"): return .v3_1_1
         case .string(let text):
-            if let version = ProtocolVersion(rawValue: text) { return version }
+            if let version = MQTTProtocolVersion(scenarioName: text) { return version }
         default: break
         }
-        let names = ProtocolVersion.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        let names = MQTTProtocolVersion.allCases.map { "\"\($0.scenarioName)\"" }.joined(separator: ", ")
         var message = "expected one of \(names) (or the number 3.1, 4 or 5), got \(value.kindDescription)"
-        if case .string(let text) = value, let suggestion = closestMatch(to: text, among: ProtocolVersion.allCases.map(\.rawValue)) {
+        if case .string(let text) = value, let suggestion = closestMatch(to: text, among: MQTTProtocolVersion.allCases.map(\.scenarioName)) {
             message += "; did you mean '\(suggestion)'?"
         }
         error(path, message)
@@ -112,8 +113,8 @@ extension DecodingContext {
         return number
     }
 
-    func qos(_ value: JSONValue, _ path: JSONPath) -> QoS? {
-        guard case .integer(let number) = value, let level = QoS(rawValue: Int(clamping: number)) else {
+    func qos(_ value: JSONValue, _ path: JSONPath) -> MQTTQoS? {
+        guard case .integer(let number) = value, let level = UInt8(exactly: number).flatMap(MQTTQoS.init(rawValue:)) else {
             expected("a QoS of 0, 1 or 2", path, got: value)
             return nil
         }

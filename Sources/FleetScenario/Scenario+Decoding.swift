@@ -1,6 +1,7 @@
 import FleetPayload
 import FleetJSON
 import FleetMetrics
+import MQTTCodec
 
 /// Why a scenario could not be loaded: the file is not JSON, or it is JSON but not a valid scenario.
 public enum ScenarioLoadError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -353,7 +354,7 @@ struct ScenarioDecoder {
             fleet.cleanStart = clean
         }
         if let clean = object.optional("clean_start", context.bool) {
-            if !isV5 { context.error(path.appending("clean_start"), "clean_start is MQTT 5; with protocol \"\(fleet.protocolVersion.rawValue)\" use clean_session", atKey: true) }
+            if !isV5 { context.error(path.appending("clean_start"), "clean_start is MQTT 5; with protocol \"\(fleet.protocolVersion.scenarioName)\" use clean_session", atKey: true) }
             fleet.cleanStart = clean
         }
         if let expiry = object.optional("session_expiry", { context.duration($0, $1) }) {
@@ -685,7 +686,7 @@ struct ScenarioDecoder {
                     continue
                 }
                 if fleet.protocolVersion != .v5, responder.replyTopic == nil {
-                    context.error(requestPath, "an MQTT \(fleet.protocolVersion.rawValue) requester has no Response Topic; give fleet '\(target.name)' a respond.reply_topic")
+                    context.error(requestPath, "an MQTT \(fleet.protocolVersion.scenarioName) requester has no Response Topic; give fleet '\(target.name)' a respond.reply_topic")
                 }
             }
         }

@@ -1,5 +1,8 @@
+import MQTTCodec
+
 /// A decoded, validated scenario: who connects where, what they do, on which timeline, and what must hold.
-/// Own small enums (protocol version, QoS) rather than the codec's, so this layer does not wait on it; the CLI maps them.
+/// Protocol version and QoS are the codec's own types (`MQTTProtocolVersion`, `MQTTQoS`): one vocabulary from the
+/// scenario file to the wire, nothing to translate.
 public struct Scenario: Equatable, Sendable {
     /// The scenario's name (`name` key, else the file name without `.json`).
     public var name: String
@@ -39,16 +42,21 @@ public struct Scenario: Equatable, Sendable {
     public var usesEmbeddedBroker: Bool { brokers.isEmpty }
 }
 
-public enum ProtocolVersion: String, Equatable, Hashable, Sendable, CaseIterable {
-    case v3_1 = "3.1"
-    case v3_1_1 = "3.1.1"
-    case v5 = "5"
-}
+extension MQTTProtocolVersion {
+    /// The version as the scenario format spells it: "3.1", "3.1.1" or "5".
+    public var scenarioName: String {
+        switch self {
+        case .v3_1: return "3.1"
+        case .v3_1_1: return "3.1.1"
+        case .v5: return "5"
+        }
+    }
 
-public enum QoS: Int, Equatable, Hashable, Sendable, CaseIterable {
-    case atMostOnce = 0
-    case atLeastOnce = 1
-    case exactlyOnce = 2
+    /// The version the scenario format's name stands for.
+    public init?(scenarioName: String) {
+        guard let version = Self.allCases.first(where: { $0.scenarioName == scenarioName }) else { return nil }
+        self = version
+    }
 }
 
 public enum BrokerTransport: String, Equatable, Hashable, Sendable, CaseIterable {
@@ -114,7 +122,7 @@ public struct Fleet: Equatable, Sendable {
     public var count: Int
     /// Default `{fleet}-{i}`.
     public var clientID: NamePattern
-    public var protocolVersion: ProtocolVersion = .v3_1_1
+    public var protocolVersion: MQTTProtocolVersion = .v3_1_1
     /// Restricts the fleet to brokers of this transport (with the embedded broker: which listener to use).
     public var transport: BrokerTransport?
     public var keepalive: TimeSpan = .seconds(60)
@@ -146,7 +154,7 @@ public struct Fleet: Equatable, Sendable {
 public struct Will: Equatable, Sendable {
     public var topic: NamePattern
     public var payload: PayloadTemplate
-    public var qos: QoS = .atMostOnce
+    public var qos: MQTTQoS = .atMostOnce
     public var retain: Bool = false
     /// MQTT 5.0 §3.1.3.2.2 Will Delay Interval.
     public var delay: TimeSpan?
@@ -206,7 +214,7 @@ public struct AckTimeouts: Equatable, Sendable {
 public struct Subscription: Equatable, Sendable {
     /// A topic filter; placeholders expanded per client.
     public var filter: NamePattern
-    public var qos: QoS = .atMostOnce
+    public var qos: MQTTQoS = .atMostOnce
     /// MQTT 5.0 §3.8.3.1 subscription options.
     public var noLocal: Bool = false
     public var retainAsPublished: Bool = false
@@ -264,7 +272,7 @@ public struct PublishStream: Equatable, Sendable {
     /// Unique within the scenario: the `name` key, else `<fleet>.publish[<index>]`.
     public var name: String
     public var topic: NamePattern
-    public var qos: QoS = .atMostOnce
+    public var qos: MQTTQoS = .atMostOnce
     public var retain: Bool = false
     public var schedule: PublishSchedule
     public var payload: Payload
@@ -279,7 +287,7 @@ public struct RequestStream: Equatable, Sendable {
     public var targetFleet: String
     /// Topic of the target client, e.g. `vehicles/{target_client_id}/cmd`.
     public var topic: NamePattern
-    public var qos: QoS = .atLeastOnce
+    public var qos: MQTTQoS = .atLeastOnce
     public var schedule: PublishSchedule
     public var payload: Payload
     /// MQTT 5: the Response Topic property sent with each request (with Correlation Data); the requester
@@ -293,7 +301,7 @@ public struct RequestStream: Equatable, Sendable {
 public struct Responder: Equatable, Sendable {
     /// The per-client request topic the client subscribes to, e.g. `vehicles/{client_id}/cmd`.
     public var topic: NamePattern
-    public var qos: QoS = .atLeastOnce
+    public var qos: MQTTQoS = .atLeastOnce
     /// For MQTT 3.1.1 requesters (no Response Topic): where the answer is published.
     public var replyTopic: NamePattern?
     public var payload: Payload
@@ -303,7 +311,7 @@ public struct Responder: Equatable, Sendable {
 public struct Heartbeat: Equatable, Sendable {
     public var topic: NamePattern
     public var interval: TimeSpan
-    public var qos: QoS = .atMostOnce
+    public var qos: MQTTQoS = .atMostOnce
     public var retain: Bool = false
     public var payload: Payload
 }

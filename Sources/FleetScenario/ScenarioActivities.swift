@@ -1,4 +1,5 @@
 import FleetMetrics
+import MQTTCodec
 
 extension Scenario {
     /// What a run of this scenario does, as far as metrics care: a threshold on a metric that needs an activity
@@ -8,7 +9,7 @@ extension Scenario {
     /// against TLS or WebSocket brokers given with `--broker`, so TLS and WebSocket count as possible there.
     public var activities: Set<RunActivity> {
         var found: Set<RunActivity> = []
-        func published(_ qos: QoS) {
+        func published(_ qos: MQTTQoS) {
             found.insert(.publishes)
             if qos == .atLeastOnce { found.insert(.qos1Publishes) }
             if qos == .exactlyOnce { found.insert(.qos2Publishes) }

@@ -6,7 +6,7 @@ public struct ScenarioPlan: Equatable, Sendable {
         public var kind: String
         public var name: String
         public var topic: String
-        public var qos: QoS
+        public var qos: MQTTQoS
         /// Mean messages per second per client (0 for on-connect and closed-model streams).
         public var perClientRate: Double
         /// perClientRate x clients of the fleet.
@@ -21,7 +21,7 @@ public struct ScenarioPlan: Equatable, Sendable {
     public struct FleetPlan: Equatable, Sendable {
         public var name: String
         public var clients: Int
-        public var protocolVersion: ProtocolVersion
+        public var protocolVersion: MQTTProtocolVersion
         public var streams: [StreamPlan]
     }
 
@@ -115,7 +115,7 @@ public struct ScenarioPlan: Equatable, Sendable {
         if let totalDeliveryRate { rates += ", \(Self.rate(totalDeliveryRate)) msg/s delivered" }
         lines.append("  duration: \(duration), \(totalClients) clients, \(rates) when all are connected")
         for fleet in fleets {
-            lines.append("  fleet \(fleet.name): \(fleet.clients) client\(fleet.clients == 1 ? "" : "s"), MQTT \(fleet.protocolVersion.rawValue)")
+            lines.append("  fleet \(fleet.name): \(fleet.clients) client\(fleet.clients == 1 ? "" : "s"), MQTT \(fleet.protocolVersion.scenarioName)")
             for stream in fleet.streams {
                 var line = "    \(stream.kind) \(stream.name) -> \(stream.topic) qos \(stream.qos.rawValue): "
                     + (stream.closedModel

@@ -21,14 +21,13 @@ public struct EpollEvents: OptionSet, Sendable, Hashable {
 /// One epoll instance, owned by one lane (not thread-safe by design: no locks on the hot path).
 ///
 /// Level- or edge-triggered: both are available per registration; the engine is meant to use level-triggered.
-/// Measured on this machine (1,000 socketpairs, 64 bytes each per round, epoll_wait + one read per event, release
-/// build): level 845-868 ns per event, edge 835-863 ns, i.e. no difference when each socket is drained by one read
-/// (a short read means drained, so edge mode needs no extra read to EAGAIN). What decides is behaviour:
+/// Both cost the same per event when each socket is drained by one read (a short read means drained, so edge mode
+/// needs no extra read to EAGAIN; figures in docs/performance.md). What decides is behaviour:
 /// - A lane reads a bounded number of bytes per connection per turn so one busy subscriber cannot starve the rest;
 ///   level triggering simply reports an unfinished socket again on the next wait, edge triggering would lose it
 ///   unless the lane kept its own "still readable" list.
 /// - The price is that EPOLLOUT must be asked for only while a write buffer is pending (otherwise every wait
-///   reports every socket writable). An epoll_ctl(MOD) costs about 230 ns here, and it is needed only when a flush
+///   reports every socket writable). An epoll_ctl(MOD) is a system call, and it is needed only when a flush
 ///   leaves bytes behind (`OutboundBuffer.FlushResult.pending`) and again when it completes; on the steady path
 ///   writes complete at once and no epoll_ctl is made.
 ///

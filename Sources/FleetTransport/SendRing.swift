@@ -5,8 +5,8 @@ import Glibc
 /// instead of one send(2) per connection.
 ///
 /// Why it pays on a machine shared with the broker: every send wakes the broker, and the broker, woken on the
-/// sender's core, preempted the lane after each one (measured: 5,500 preemptions a second for 15,000 clients at
-/// 1 msg/s, with a context switch pair each). Inside one io_uring_enter the lane keeps the core until every send
+/// sender's core, preempted the lane after each one, a context-switch pair per send (figures in
+/// docs/performance.md). Inside one io_uring_enter the lane keeps the core until every send
 /// of the turn is done, and the broker then reads them in one wakeup. It also saves a kernel entry per send.
 ///
 /// Every send is non-blocking (MSG_DONTWAIT): a full socket completes with EAGAIN at once, so `submit` returns only

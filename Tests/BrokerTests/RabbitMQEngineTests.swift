@@ -36,7 +36,7 @@ extension RabbitMQTests {
           arguments: [MQTTQoS.atMostOnce, .atLeastOnce])
     func engineRoundTrip(qos: MQTTQoS) throws {
         let result = try Self.engineRun(prefix: "engine-q\(qos.rawValue)", qos: qos, subscribeQoS: qos)
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        let level = qos
         #expect(result.counters.connectsSucceeded == 5)
         #expect(result.counters.connectFailures.isEmpty)
         #expect(result.counters.published[level] == 600)

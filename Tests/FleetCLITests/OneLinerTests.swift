@@ -7,36 +7,9 @@ import Testing
 /// exact counts; `--print-scenario` round trips through `validate` and `run`; flag errors word for word.
 @Suite("one-liners: pub, sub, conn")
 struct OneLinerTests {
-    struct Outcome {
-        var status: Int32
-        var output: String
-        var error: String
-    }
-
-    /// Runs the built binary with `input` on its standard input and `environment` added to the test's.
-    static func run(_ arguments: [String], input: String? = nil, environment extra: [String: String] = [:]) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try RunEndToEndTests.binary())
-        process.arguments = arguments
-        process.currentDirectoryURL = RunEndToEndTests.root
-        var environment = ProcessInfo.processInfo.environment
-        environment["PATH"] = (environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin"
-        environment.merge(extra) { _, new in new }
-        process.environment = environment
-        let output = Pipe()
-        let error = Pipe()
-        let standardInput = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = standardInput
-        try process.run()
-        if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
-        try standardInput.fileHandleForWriting.close()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-                       error: String(decoding: errorData, as: UTF8.self))
+    static func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws
+        -> RunEndToEndTests.Outcome {
+        try RunEndToEndTests.run(arguments, input: input, environment: environment)
     }
 
     static func json(_ text: String) throws -> [String: Any] {

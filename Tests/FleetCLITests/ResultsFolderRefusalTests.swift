@@ -8,21 +8,7 @@ import Testing
 struct ResultsFolderRefusalTests {
     /// The binary under `prlimit --fsize`: every file it writes is limited to `bytes`.
     static func runWithFileSizeLimit(_ bytes: Int, _ arguments: [String]) throws -> RunEndToEndTests.Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-        process.arguments = ["--fsize=\(bytes)", try RunEndToEndTests.binary()] + arguments
-        process.currentDirectoryURL = RunEndToEndTests.root
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return RunEndToEndTests.Outcome(
-            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-            error: String(decoding: errorData, as: UTF8.self))
+        try RunEndToEndTests.run(arguments, launcher: ["/usr/bin/prlimit", "--fsize=\(bytes)"])
     }
 
     static func scenario(in work: String) throws -> String {

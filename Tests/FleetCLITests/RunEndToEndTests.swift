@@ -30,20 +30,33 @@ struct RunEndToEndTests {
         var error: String
     }
 
-    /// Runs the binary; `interruptAfter` sends SIGINT that many seconds after start.
-    static func run(_ arguments: [String], interruptAfter: Double? = nil) throws -> Outcome {
+    /// Runs the built binary from the repository root: `input` on its standard input (closed after it),
+    /// `environment` added to the test's, `launcher` in front (e.g. `prlimit --fsize=N`); `interruptAfter` sends
+    /// SIGINT that many seconds after start. The one way the tests start fleetbench as a process.
+    static func run(_ arguments: [String], input: String? = nil, environment extra: [String: String] = [:],
+                    launcher: [String] = [], interruptAfter: Double? = nil) throws -> Outcome {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try binary())
-        process.arguments = arguments
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(launcher.dropFirst()) + [try binary()] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try binary())
+            process.arguments = arguments
+        }
         process.currentDirectoryURL = root
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = (environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         let output = Pipe()
         let error = Pipe()
+        let standardInput = Pipe()
         process.standardOutput = output
         process.standardError = error
+        process.standardInput = standardInput
         try process.run()
+        if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
+        try standardInput.fileHandleForWriting.close()
         if let interruptAfter {
             Thread.sleep(forTimeInterval: interruptAfter)
             kill(process.processIdentifier, SIGINT)

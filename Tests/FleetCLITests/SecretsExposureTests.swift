@@ -37,31 +37,8 @@ struct SecretsExposureTests {
         """
     }
 
-    struct Outcome {
-        var status: Int32
-        var output: String
-        var error: String
-    }
-
-    static func run(_ arguments: [String], environment extra: [String: String]) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try RunEndToEndTests.binary())
-        process.arguments = arguments
-        process.currentDirectoryURL = RunEndToEndTests.root
-        var environment = ProcessInfo.processInfo.environment
-        environment["PATH"] = (environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin"
-        environment.merge(extra) { _, new in new }
-        process.environment = environment
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-                       error: String(decoding: errorData, as: UTF8.self))
+    static func run(_ arguments: [String], environment: [String: String]) throws -> RunEndToEndTests.Outcome {
+        try RunEndToEndTests.run(arguments, environment: environment)
     }
 
     /// Every file under `directory` (recursively) with its bytes.
@@ -79,7 +56,7 @@ struct SecretsExposureTests {
     }
 
     /// Where `secret` shows: the names of the streams and files holding it.
-    static func exposures(of secret: String, in outcome: Outcome, resultsFolder: String) throws -> [String] {
+    static func exposures(of secret: String, in outcome: RunEndToEndTests.Outcome, resultsFolder: String) throws -> [String] {
         var found: [String] = []
         if outcome.output.contains(secret) { found.append("stdout") }
         if outcome.error.contains(secret) { found.append("stderr") }

@@ -126,7 +126,7 @@ struct EngineAckTimeoutTests {
         #expect(counters.connectsSucceeded == clients)
         #expect(counters.connectsFailed == 0)
         if messages > 0 {
-            let level = QoSLevel(rawValue: Int(fault.qos.rawValue))!
+            let level = fault.qos
             #expect(counters.published[level] == messages)
             #expect(counters.acked[level] == 0)
         }

@@ -28,7 +28,7 @@ struct EngineTests {
     /// What a run of `fleets(publishers: 3, messages: 200, subscribers: 2)` must show on any transport: 5 clients
     /// connected, 600 messages published (and acked at QoS 1/2), each received by both subscribers exactly once.
     static func expectExactRoundTrip(_ result: EngineResult, qos: MQTTQoS) {
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        let level = qos
         #expect(result.counters.connectsAttempted == 5)
         #expect(result.counters.connectsSucceeded == 5)
         #expect(result.counters.published[level] == 600)

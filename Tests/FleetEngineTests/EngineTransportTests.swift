@@ -5,6 +5,7 @@ import MQTTCodec
 import MQTTSession
 import Testing
 @testable import FleetEngine
+import FleetTestSupport
 
 /// The engine over TLS, WebSocket and WebSocket over TLS against a real mosquitto: exact counts as on TCP.
 @Suite("Engine over TLS and WebSocket", .serialized)
@@ -53,7 +54,7 @@ struct EngineTransportTests {
 
     @Test("QoS 0, 1 and 2 round trips deliver every message exactly once on tls, ws and wss", arguments: roundTrips)
     func roundTrip(layers: Layers, qos: MQTTQoS) throws {
-        let certificates = try EngineTestCertificates.get()
+        let certificates = try TestCertificates.get()
         let broker = try Self.broker(for: layers, certificates: certificates)
         defer { broker.stop() }
         let endpoint = try Self.endpoint(for: layers, broker: broker, caFile: certificates.caFile)
@@ -72,7 +73,7 @@ struct EngineTransportTests {
 
     @Test("a CA that did not sign the broker fails every connect with certificate verify failed", arguments: [Layers.tls, .wss])
     func wrongCA(layers: Layers) throws {
-        let certificates = try EngineTestCertificates.get()
+        let certificates = try TestCertificates.get()
         let broker = try Self.broker(for: layers, certificates: certificates)
         defer { broker.stop() }
         let endpoint = try Self.endpoint(for: layers, broker: broker, caFile: certificates.otherCAFile)
@@ -149,7 +150,7 @@ struct EngineTransportTests {
     func garbageInsteadOfTLS() throws {
         let peer = try HostileTransportPeer(mode: .garbage, bytes: Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
         defer { peer.stop() }
-        let certificates = try EngineTestCertificates.get()
+        let certificates = try TestCertificates.get()
         var fleet = EngineFleet(name: "cars", count: 3, clientID: { "car-\($0)" },
                                 session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30))
         fleet.endpoints = [EngineBrokerEndpoint(
@@ -169,7 +170,7 @@ struct EngineTransportTests {
     func silentPeer(layers: Layers) throws {
         let peer = try HostileTransportPeer(mode: .silent, bytes: [])
         defer { peer.stop() }
-        let certificates = try EngineTestCertificates.get()
+        let certificates = try TestCertificates.get()
         let address = try SocketAddress(ipAddress: "127.0.0.1", port: peer.port)
         let transport: EngineTransport = layers == .tls
             ? .tls(EngineTLS(context: try TLSClientContext(configuration: .init(caFile: certificates.caFile)), serverName: "127.0.0.1"))

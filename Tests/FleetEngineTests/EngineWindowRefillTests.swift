@@ -120,7 +120,7 @@ final class WindowRefillHarness: @unchecked Sendable {
     /// Messages the lane counted as acknowledged so far (read between turns).
     var ackedSoFar: Int {
         let lane = engine.lanes[0]
-        return lane.queue.sync { Int(lane.metrics.counters.acked[QoSLevel(rawValue: Int(qos.rawValue))!]) }
+        return lane.queue.sync { Int(lane.metrics.counters.acked[qos]) }
     }
 
     /// Sends the packets in one write.
@@ -184,7 +184,7 @@ struct EngineWindowRefillTests {
         }
         let result = try #require(run.finish())
         #expect(result.lowWatermarkFallbacks == (subscribes ? 0 : 1))
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        let level = qos
         #expect(run.publishedIDs.count == 12)
         #expect(Set(run.publishedIDs).count == 12)
         #expect(result.counters.published[level] == 12)
@@ -222,7 +222,7 @@ struct EngineWindowRefillTests {
         }
         let result = try #require(run.finish())
         #expect(result.lowWatermarkFallbacks == 0)
-        let level = QoSLevel(rawValue: Int(qos.rawValue))!
+        let level = qos
         #expect(result.counters.published[level] == 12)
         #expect(result.counters.acked[level] == 12)
         #expect(result.counters.ackTimeouts == AckTimeoutCounts())

@@ -1,17 +1,6 @@
 import Testing
 @testable import FleetMetrics
-
-/// A small deterministic generator (SplitMix64) so "random" data is the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import FleetTestSupport
 
 /// Nearest-rank percentile of sorted data: the smallest value with at least `perMillionth / 1e6` of the data at or
 /// below it, computed in integers.
@@ -126,7 +115,7 @@ struct HDRHistogramTests {
 
     @Test("seeded random latencies: every percentile within the bucket of the exact value, error at most 0.1 %")
     func percentilesOfRandomData() {
-        var generator = SeededGenerator(state: 42)
+        var generator = TestRandom(seed: 42)
         var values: [UInt64] = []
         var histogram = HDRHistogram()
         for _ in 0..<50_000 {
@@ -168,7 +157,7 @@ struct HDRHistogramTests {
 
     @Test("merging per-lane histograms equals recording everything in one, count by count")
     func mergeEqualsSingle() {
-        var generator = SeededGenerator(state: 7)
+        var generator = TestRandom(seed: 7)
         var lanes = [HDRHistogram](repeating: HDRHistogram(), count: 4)
         var single = HDRHistogram()
         for step in 0..<40_000 {

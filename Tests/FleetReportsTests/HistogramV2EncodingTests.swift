@@ -2,6 +2,7 @@ import FleetMetrics
 import Foundation
 import Testing
 @testable import FleetReports
+import FleetTestSupport
 
 /// The data of `single_histogram.base64`, rebuilt from the same formula as make_fixtures.py.
 func fixtureSingleHistogramValues() -> [(UInt64, UInt64)] {
@@ -119,7 +120,7 @@ struct HistogramV2EncodingTests {
 
     @Test("encode then decode gives back every count, compressed or not")
     func roundTrip() throws {
-        var generator = SplitMix(state: 99)
+        var generator = TestRandom(seed: 99)
         var histogram = HDRHistogram()
         for _ in 0..<20_000 { histogram.record(generator.next() % 100_000_000) }
         histogram.record(0, count: 4)
@@ -197,7 +198,7 @@ struct HistogramV2EncodingTests {
 
     @Test("the reference implementation decodes our encoding to the same counts and figures")
     func referenceDecodesOurs() throws {
-        var generator = SplitMix(state: 5)
+        var generator = TestRandom(seed: 5)
         var histogram = HDRHistogram()
         for _ in 0..<10_000 { histogram.record(generator.next() % 2_000_000 + 1) }
         histogram.record(0, count: 2)
@@ -226,13 +227,3 @@ struct HistogramV2EncodingTests {
     }
 }
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

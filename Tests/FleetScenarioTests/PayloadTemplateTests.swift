@@ -1,5 +1,6 @@
 import Testing
 @testable import FleetScenario
+import FleetTestSupport
 
 @Suite("Name patterns and payload templates")
 struct PayloadTemplateTests {
@@ -28,7 +29,7 @@ struct PayloadTemplateTests {
             .init("v", .string("{client_id}")), .init("n", .string("{seq}")), .init("s", .string("x{i}y")),
             .init("q", .string("say \"{choice:hi}\"")), .init("k", .array([.integer(1), .bool(true), .null])),
         ]), path: .root).0)
-        var random = SeededGenerator(state: 1)
+        var random = TestRandom(seed: 1)
         let bytes = template.render(clientID: "veh-1", index: 3, fleet: "f", sequence: 7, timestampMilliseconds: 0, using: &random)
         #expect(String(decoding: bytes, as: UTF8.self) == #"{"v":"veh-1","n":7,"s":"x3y","q":"say \"hi\"","k":[1,true,null]}"#)
         #expect(template.isJSON)
@@ -42,7 +43,7 @@ struct PayloadTemplateTests {
             .init("note", .string("say {choice:\"hi\"|tab\there}")),
         ]), path: .root).0)
         var seen = Set<String>()
-        var random = SeededGenerator(state: 5)
+        var random = TestRandom(seed: 5)
         for _ in 0..<50 {
             seen.insert(String(decoding: template.render(clientID: "", index: 0, fleet: "", sequence: 0,
                                                          timestampMilliseconds: 0, using: &random), as: UTF8.self))
@@ -53,7 +54,7 @@ struct PayloadTemplateTests {
     @Test("random generators stay in range and UUIDs are version 4")
     func randomness() throws {
         let template = try PayloadTemplate.compileText("{rand:-3..3}|{uuid}|{rand:5..5}").get()
-        var random = SeededGenerator(state: 99)
+        var random = TestRandom(seed: 99)
         for _ in 0..<200 {
             let parts = String(decoding: template.render(clientID: "", index: 0, fleet: "", sequence: 0, timestampMilliseconds: 0, using: &random), as: UTF8.self)
                 .split(separator: "|").map(String.init)

@@ -1,4 +1,5 @@
 import FleetJSON
+import MQTTCodec
 import Testing
 @testable import FleetScenario
 
@@ -203,7 +204,7 @@ struct ScenarioDecodingTests {
         #expect(scenario.usesEmbeddedBroker)
         let fleet = scenario.fleets[0]
         #expect(fleet.clientID.render(index: 1, fleet: "a") == "a-1")
-        #expect(fleet.protocolVersion == ProtocolVersion.v3_1_1)
+        #expect(fleet.protocolVersion == MQTTProtocolVersion.v3_1_1)
         #expect(fleet.keepalive == .seconds(60))
         #expect(fleet.cleanStart)
         #expect(fleet.reconnect == .none)
@@ -236,18 +237,18 @@ struct ScenarioRedactionTests {
     }
 
     @Test("protocol given unquoted on the command line: --set ...protocol=3.1, =4 (MQTT's level for 3.1.1), =5", arguments: [
-        ("3.1", ProtocolVersion.v3_1), ("4", .v3_1_1), ("5", .v5), ("3.1.1", .v3_1_1), ("\"3.1\"", .v3_1), ("5.0", .v5),
+        ("3.1", MQTTProtocolVersion.v3_1), ("4", .v3_1_1), ("5", .v5), ("3.1.1", .v3_1_1), ("\"3.1\"", .v3_1), ("5.0", .v5),
     ])
-    func protocolFromSet(value: String, version: ProtocolVersion) throws {
+    func protocolFromSet(value: String, version: MQTTProtocolVersion) throws {
         let scenario = try decodeFixture(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "protocol": "3.1.1"}]}"#,
                                          overrides: ["fleets.a.protocol=" + value]).get()
         #expect(scenario.fleets[0].protocolVersion == version)
     }
 
     @Test("protocol as a JSON number in a file: 3.1, 4 and 5", arguments: [
-        ("3.1", ProtocolVersion.v3_1), ("4", .v3_1_1), ("5", .v5), ("\"4\"", .v3_1_1),
+        ("3.1", MQTTProtocolVersion.v3_1), ("4", .v3_1_1), ("5", .v5), ("\"4\"", .v3_1_1),
     ])
-    func protocolNumberInFile(value: String, version: ProtocolVersion) throws {
+    func protocolNumberInFile(value: String, version: MQTTProtocolVersion) throws {
         let scenario = try decodeFixture(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "protocol": "# + value + "}]}").get()
         #expect(scenario.fleets[0].protocolVersion == version)
     }

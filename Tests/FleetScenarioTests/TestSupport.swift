@@ -26,18 +26,6 @@ func errorText(_ text: String, overrides: [String] = [], environment: [String: S
     return nil
 }
 
-/// A deterministic generator for template rendering tests (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func pattern(_ text: String) -> NamePattern {
     guard case .success(let parsed) = NamePattern.parse(text, allowed: Set(NamePlaceholder.allCases)) else {
         fatalError("bad test pattern \(text)")

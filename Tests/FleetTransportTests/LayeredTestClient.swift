@@ -1,5 +1,6 @@
 import FleetTransport
 import Glibc
+import FleetTestSupport
 
 /// A test client over the transport layers as the engine will stack them: TCP, then optionally TLS, then
 /// optionally WebSocket, carrying MQTT bytes. It blocks (through epoll, each wait bounded at 5 s) only so tests
@@ -83,7 +84,7 @@ final class LayeredTestClient {
     }
 
     private func upgrade(port: UInt16, path: String, subprotocols: [String], maskSeed: UInt64) throws {
-        var generator = SplitMixForTests(seed: maskSeed)
+        var generator = TestRandom(seed: maskSeed)
         let request = try WebSocketUpgradeRequest(
             host: "127.0.0.1", port: port, secure: tls != nil, path: path, subprotocols: subprotocols,
             nonce: WebSocketUpgradeRequest.randomNonce(using: &generator))
@@ -219,15 +220,3 @@ final class LayeredTestClient {
     }
 }
 
-/// SplitMix64, for reproducible WebSocket nonces in tests.
-struct SplitMixForTests: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import FleetTestSupport
 
 /// Runs the `openssl` command (an oracle independent of the code under test); returns its exit status and output.
 func runOpenSSL(_ arguments: [String]) throws -> (status: Int32, output: String) {

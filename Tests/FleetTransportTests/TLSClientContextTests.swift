@@ -1,5 +1,6 @@
 import FleetTransport
 import Testing
+import FleetTestSupport
 
 @Suite("TLSClientContext and TLSConnection without a broker")
 struct TLSClientContextTests {

@@ -1,6 +1,7 @@
 import FleetBroker
 import FleetTransport
 import Testing
+import FleetTestSupport
 
 /// The four ways to reach the broker, as the engine will stack the layers.
 enum BrokerTransport: String, CaseIterable, Sendable, CustomTestStringConvertible {

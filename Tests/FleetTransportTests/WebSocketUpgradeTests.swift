@@ -88,8 +88,8 @@ struct WebSocketUpgradeTests {
 
     @Test("seeded nonces repeat per seed and differ between draws")
     func seededNonces() {
-        var first = SplitMixForTests(seed: 3)
-        var second = SplitMixForTests(seed: 3)
+        var first = TestRandom(seed: 3)
+        var second = TestRandom(seed: 3)
         let a = WebSocketUpgradeRequest.randomNonce(using: &first)
         #expect(a.count == 16)
         #expect(a == WebSocketUpgradeRequest.randomNonce(using: &second))

@@ -1,5 +1,6 @@
 import Testing
 @testable import MQTTCodec
+import FleetTestSupport
 
 /// Bytes that must be rejected, with the exact error, message and reason code expected.
 struct MalformedInput: Sendable, CustomTestStringConvertible {
@@ -239,7 +240,7 @@ struct MQTTDecodeErrorTests {
     @Test("seeded random corruptions of golden packets never trap, and what decodes re-encodes stably",
           arguments: [7, 99, 2024] as [UInt64])
     func corruptionsNeverTrap(_ seed: UInt64) throws {
-        var random = SplitMix64(seed: seed)
+        var random = TestRandom(seed: seed)
         let goldens = goldenPackets311 + goldenPackets31 + goldenPackets5
         var decodedCount = 0
         var rejectedCount = 0

@@ -1,9 +1,10 @@
 import Testing
 @testable import MQTTCodec
+import FleetTestSupport
 
 /// Builds random but valid packets for a version from a seeded generator.
 struct RandomPacketMaker {
-    var random: SplitMix64
+    var random: TestRandom
     let version: MQTTProtocolVersion
 
     private static let characters: [String] = ["a", "b", "z", "0", "-", "_", " ", "é", "€", "日", "𝄞"]
@@ -143,7 +144,7 @@ struct MQTTRoundTripTests {
     @Test("every packet type encodes to encodedSize bytes and decodes back equal",
           arguments: MQTTProtocolVersion.allCases, [11, 12, 13] as [UInt64])
     func roundTrip(_ version: MQTTProtocolVersion, _ seed: UInt64) throws {
-        var maker = RandomPacketMaker(random: SplitMix64(seed: seed), version: version)
+        var maker = RandomPacketMaker(random: TestRandom(seed: seed), version: version)
         let types = MQTTPacketType.allCases.filter { version.hasProperties || $0 != .auth }
         var stream = MQTTByteBuffer(capacity: 64)
         var expected: [MQTTPacket] = []

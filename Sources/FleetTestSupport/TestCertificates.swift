@@ -1,9 +1,10 @@
 import FleetBroker
 import Foundation
 
-/// The throwaway CA and certificates of this test target (FleetBroker's `ThrowawayCertificates`), made once per
-/// test process with the `openssl` command and removed when the process exits.
-enum TestCertificates {
+/// The throwaway CA and certificates the tests share (FleetBroker's `ThrowawayCertificates`, with a client
+/// certificate and an unrelated CA), made once per test process with the `openssl` command and removed when the
+/// process exits. One copy for every test target instead of one per target.
+public enum TestCertificates {
     static let shared: Result<ThrowawayCertificates, ThrowawayCertificates.Failure> = Result {
         () throws(ThrowawayCertificates.Failure) in
         let certificates = try ThrowawayCertificates.make(clientCertificate: true, unrelatedCA: true, label: "test-certs")
@@ -15,7 +16,7 @@ enum TestCertificates {
         return certificates
     }
 
-    static func get() throws -> ThrowawayCertificates { try shared.get() }
+    public static func get() throws -> ThrowawayCertificates { try shared.get() }
 
     /// Written once, inside the one-time initialization of `shared`; read by the exit handler.
     nonisolated(unsafe) private static var createdDirectory: String?
