@@ -158,7 +158,7 @@ struct RunCommand: FleetCommand {
             case "--io-uring":
                 command.batchedSends = try scanner.value("auto or off") { ["auto": true, "off": false][$0] }
             case "--receive-path":
-                command.ringReceives = try scanner.value("io_uring or epoll") { ["io_uring": true, "epoll": false][$0] }
+                command.ringReceives = try scanner.value("io_uring or epoll") { ["io_uring": true, "epoll": false][$0] } as Bool
             case "--scale":
                 command.scale = try scanner.value("a number above 0 (at most 1000)") { text in
                     Double(text).flatMap { $0 > 0 && $0 <= 1000 ? $0 : nil }
