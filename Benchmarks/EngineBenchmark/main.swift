@@ -227,8 +227,9 @@ struct ThroughputFigures {
     var lost: UInt64 = 0
     var duplicated: UInt64 = 0
     var disconnects: [String: UInt64] = [:]
-    /// Connections found with a broker holding acks back (Nagle), read at every byte from then on.
+    /// Fallbacks from ack batching (a broker seen holding acks back), and re-arms of it after their back-off.
     var lowWatermarkFallbacks: UInt64 = 0
+    var lowWatermarkRearms: UInt64 = 0
 }
 
 /// `publishers` clients each send `messages` messages of 64 bytes as fast as the engine goes (every intended
@@ -293,6 +294,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     figures.duplicated = result.delivery[Int(qos.rawValue)].duplicated
     figures.disconnects = disconnects(result.counters)
     figures.lowWatermarkFallbacks = result.lowWatermarkFallbacks
+    figures.lowWatermarkRearms = result.lowWatermarkRearms
     return figures
 }
 
@@ -347,7 +349,7 @@ func qos0(messages: Int) {
             line["reference_error"] = "reference writer could not connect"
         }
         line["target_engine_over_reference_min"] = 0.9
-        line["target_cpu_us_per_msg_max"] = 0.5
+        line["target_cpu_us_per_msg_max"] = 0.2  // issue 12
         print(json(line))
     }
 }
@@ -398,6 +400,7 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
             line["ack_latency_p50_us"] = figures.ackP50
             line["ack_latency_p99_us"] = figures.ackP99
             line["rcvlowat_fallbacks"] = figures.lowWatermarkFallbacks
+            line["rcvlowat_rearms"] = figures.lowWatermarkRearms
             if window > 1, let one = rates[1] {
                 line["rate_over_window_1"] = round3(figures.messagesPerSecond / one)
                 // No window may be slower than window 1, on either broker configuration.
@@ -405,7 +408,8 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
                 // Where the broker is not single-threaded the window must show its gain (issue 12).
                 if broker.isRabbitMQ && window == 32 && qos == .atLeastOnce { line["target_rate_over_window_1_min"] = 2.0 }
             }
-            if window == 32 { line["target_cpu_us_per_msg_max"] = qos == .atLeastOnce ? 2.0 : 3.0 }
+            // Issue 12's figures: QoS 1 at most 1.5 µs of tool CPU per message, QoS 2 at most 3.
+            if window == 32 { line["target_cpu_us_per_msg_max"] = qos == .atLeastOnce ? 1.5 : 3.0 }
             print(json(line))
         }
     }

@@ -498,6 +498,7 @@ public final class Engine: @unchecked Sendable {
         for metrics in laneMetrics {
             result.coalescingPauses += metrics.coalescingPauses
             result.lowWatermarkFallbacks += metrics.lowWatermarkFallbacks
+            result.lowWatermarkRearms += metrics.lowWatermarkRearms
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
                 fleetResults[fleet].foreignMessages += values.foreignMessages
@@ -914,9 +915,12 @@ public struct EngineResult: Sendable {
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
     /// 0 means every receive time was taken as soon as the bytes could be read.
     public var coalescingPauses: UInt64 = 0
-    /// Connections whose broker held acks back below a raised SO_RCVLOWAT (Nagle's algorithm on: mosquitto's
-    /// default) and that were then read at every byte (`Lane.probeLowWatermark`).
+    /// Fallbacks from the batching of acks: a connection's broker held acks back below a raised SO_RCVLOWAT
+    /// (Nagle's algorithm on: mosquitto's default), and it was read at every byte until re-armed
+    /// (`Lane.probeLowWatermark`, `EngineConfiguration.ackBatchingRetry`).
     public var lowWatermarkFallbacks: UInt64 = 0
+    /// Times a fallen-back connection had its batching re-armed after its back-off.
+    public var lowWatermarkRearms: UInt64 = 0
     /// How the lanes' writes went out: one io_uring submission per turn, one send(2) per connection, or both
     /// (a lane's ring failed during the run and it fell back).
     public var sendPath = SendPath.send

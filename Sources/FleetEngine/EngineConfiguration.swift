@@ -238,6 +238,8 @@ public struct EngineConfiguration: Sendable {
     /// schedule lag). Reports state it (`generator.receive_coalescing_us`). Lighter traffic is read at once.
     /// `.thread` driver only.
     public var receiveCoalescing: UInt64 = 1_000_000
+    /// How a connection whose acks batching fell back (`Lane.probeLowWatermark`) tries it again.
+    public var ackBatchingRetry = AckBatchingRetry()
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
     public var batchedSends = true
@@ -288,5 +290,27 @@ public struct EngineConfiguration: Sendable {
         self.tickNanoseconds = tickNanoseconds
         self.readyTimeout = readyTimeout
         self.drainTimeout = drainTimeout
+    }
+}
+
+/// Retrying the batching of acks by SO_RCVLOWAT after a connection fell back from it (`Lane.probeLowWatermark`).
+///
+/// A fallback is evidence, not proof, that the broker holds acks back: a busy broker on a loaded machine stalls
+/// now and then too, and a connection that then stayed unbatched for the rest of the run paid a wakeup and a
+/// recv per ack to the end. So the batching is re-armed after `first` window refills (in the fallback every ack
+/// refills its slot: about one per ack), doubled at every fallback up to `limit`. A re-armed connection is on
+/// probation: one round with acks found waiting below the mark at a probe falls back again; `probationRounds` rounds in a row without a stall end the
+/// probation and the next fallback waits `first` again. Counted in refills, not time, so a retry costs the
+/// same share of a connection's acks whatever the rate. Against a broker that really holds acks back (Nagle's
+/// algorithm on), each retry costs one stalled round (5-10 ms of probes) per `limit` refills at most.
+public struct AckBatchingRetry: Sendable, Equatable {
+    public var first: UInt32
+    public var limit: UInt32
+    public var probationRounds: UInt8
+
+    public init(first: UInt32 = 256, limit: UInt32 = 65_536, probationRounds: UInt8 = 4) {
+        self.first = max(1, first)
+        self.limit = max(self.first, limit)
+        self.probationRounds = max(1, probationRounds)
     }
 }

@@ -165,6 +165,10 @@ extension Lane {
         clients[client].receiveLowWatermark = 1
         clients[client].lowWatermarkProbe = -1
         clients[client].brokerHoldsAcks = false
+        clients[client].lowWatermarkUnsettable = false
+        clients[client].lowWatermarkBackoff = 0
+        clients[client].lowWatermarkRearmIn = 0
+        clients[client].lowWatermarkProbation = 0
         clients[client].lowWatermarkStalls = 0
         clients[client].stalledThisRound = false
         wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
@@ -264,6 +268,7 @@ extension Lane {
         } catch {
             mark = 1
             clients[client].brokerHoldsAcks = true  // not settable: never try again on this connection
+            clients[client].lowWatermarkUnsettable = true
         }
         clients[client].receiveLowWatermark = mark
         clients[client].lowWatermarkProbe = -1
@@ -277,17 +282,22 @@ extension Lane {
     /// The probe of a raised mark: bytes wait below it and nothing arrived since the last probe. A broker with
     /// Nagle's algorithm on sends its first small ack and holds the next ones until that one is acknowledged,
     /// which a socket nobody reads does only at its delayed-ACK timer: read what is there (which acknowledges
-    /// it at once). After `lowWatermarkStallLimit` refill rounds in a row with such a stall the mark stays 1
-    /// on this connection. A busy broker on a loaded machine can stall it too: that costs only the batching.
+    /// it at once). After `lowWatermarkStallLimit` refill rounds in a row with such a stall (while on probation
+    /// after a re-arm: the first probe that finds bytes below the mark) the connection falls back: the mark stays 1 until its back-off has passed
+    /// (`suspendAckBatching`). A busy broker on a loaded machine can stall it too: that costs only the batching,
+    /// and only until the re-arm.
     func probeLowWatermark(_ client: Int) {
         guard let socket = clients[client].socket, clients[client].receiveLowWatermark > 1 else { return }
         let queued = (try? socket.queuedBytes()) ?? -1
-        if queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 {
+        // On probation any bytes found waiting below the mark fail the round: a broker with Nagle's algorithm on
+        // can trickle its acks in (each released by our acknowledgement of the last), slowly enough to keep the
+        // window waiting but never unchanged at two probes in a row, and such rounds passed the probation.
+        let probation = clients[client].lowWatermarkProbation > 0 && queued > 0
+        if queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 || probation {
             if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls &+= 1 }
             clients[client].stalledThisRound = true
-            if clients[client].lowWatermarkStalls >= Self.lowWatermarkStallLimit || queued < 0 {
-                clients[client].brokerHoldsAcks = true
-                metrics.lowWatermarkFallbacks &+= 1
+            if clients[client].lowWatermarkStalls >= Self.lowWatermarkStallLimit || queued < 0 || probation {
+                suspendAckBatching(client)
             }
             // Below the mark: the read must not wait for it (the read sets the next mark).
             try? socket.setReceiveLowWatermark(1)
@@ -299,6 +309,31 @@ extension Lane {
         }
         clients[client].lowWatermarkProbe = queued
         wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
+    }
+
+    /// A fallback: the mark stays 1 for the next `lowWatermarkBackoff` window refills, twice the last fallback's
+    /// unless a probation passed since (`EngineConfiguration.ackBatchingRetry`, `countDownToRearm`).
+    func suspendAckBatching(_ client: Int) {
+        let retry = configuration.ackBatchingRetry
+        let previous = clients[client].lowWatermarkBackoff
+        let backoff = previous == 0 ? retry.first : previous <= retry.limit / 2 ? previous * 2 : retry.limit
+        clients[client].lowWatermarkBackoff = backoff
+        clients[client].lowWatermarkRearmIn = backoff
+        clients[client].lowWatermarkProbation = 0
+        clients[client].brokerHoldsAcks = true
+        metrics.lowWatermarkFallbacks &+= 1
+    }
+
+    /// A window refill of a fallen-back connection: one step of its back-off; at the last, the batching is
+    /// re-armed (the refill's own publishes may raise the mark at once) on probation.
+    func countDownToRearm(_ client: Int) {
+        guard !clients[client].lowWatermarkUnsettable else { return }
+        clients[client].lowWatermarkRearmIn &-= 1
+        guard clients[client].lowWatermarkRearmIn == 0 else { return }
+        clients[client].brokerHoldsAcks = false
+        clients[client].lowWatermarkStalls = 0
+        clients[client].lowWatermarkProbation = configuration.ackBatchingRetry.probationRounds
+        metrics.lowWatermarkRearms &+= 1
     }
 
     /// Acks were read and this turn writes nothing back: the kernel would delay its TCP acknowledgement (40 ms

@@ -151,10 +151,21 @@ extension Lane {
     /// window would take a TCP_QUICKACK of its own at every read.
     func windowOpened(_ client: Int) {
         if clients[client].awaitingWindow {
-            if !clients[client].brokerHoldsAcks && freeWindowSlotsMissing(client) > 0 { return }
+            if clients[client].brokerHoldsAcks {
+                countDownToRearm(client)
+            } else {
+                if freeWindowSlotsMissing(client) > 0 { return }
+                // A round of the window ends: only rounds that stalled in a row count (`probeLowWatermark`), and
+                // enough rounds in a row without a stall end a re-armed connection's probation.
+                if !clients[client].stalledThisRound {
+                    clients[client].lowWatermarkStalls = 0
+                    if clients[client].lowWatermarkProbation > 0 {
+                        clients[client].lowWatermarkProbation -= 1
+                        if clients[client].lowWatermarkProbation == 0 { clients[client].lowWatermarkBackoff = 0 }
+                    }
+                }
+            }
             clients[client].sendableSince = now
-            // A round of the window ends: only rounds that stalled in a row count (`probeLowWatermark`).
-            if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls = 0 }
             clients[client].stalledThisRound = false
         }
         publishDue(client)

@@ -17,8 +17,11 @@ public struct LaneMetrics: Sendable {
     public var entitlement: [UInt64: [EntitlementWindow]] = [:]
     /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`).
     public var coalescingPauses: UInt64 = 0
-    /// Connections whose broker was seen holding acks below a raised SO_RCVLOWAT (`Lane.probeLowWatermark`).
+    /// Fallbacks from the batching of acks: a connection's broker seen holding acks below a raised SO_RCVLOWAT
+    /// (`Lane.probeLowWatermark`). A connection may fall back again after each re-arm.
     public var lowWatermarkFallbacks: UInt64 = 0
+    /// Times the batching was tried again after a fallback (`EngineConfiguration.ackBatchingRetry`).
+    public var lowWatermarkRearms: UInt64 = 0
 
     public init(fleetCount: Int, start: UInt64) {
         fleets = Array(repeating: FleetLaneMetrics(start: start), count: max(fleetCount, 1))

@@ -127,6 +127,14 @@ struct SimulatedClient {
     /// This connection's broker was seen holding acks back below the raised mark (Nagle's algorithm: its next
     /// small write waits for our TCP acknowledgement): the mark stays 1 on it and reads answer at once.
     var brokerHoldsAcks = false
+    /// SO_RCVLOWAT could not be set on this socket: the batching is never tried again on this connection.
+    var lowWatermarkUnsettable = false
+    /// The back-off of the last fallback, in window refills (0: none since the last successful probation), and
+    /// the refills still to go before the batching is re-armed (`EngineConfiguration.ackBatchingRetry`).
+    var lowWatermarkBackoff: UInt32 = 0
+    var lowWatermarkRearmIn: UInt32 = 0
+    /// Rounds without a stall still needed after a re-arm before the back-off resets (0: not on probation).
+    var lowWatermarkProbation: UInt8 = 0
     /// When the client last became able to send again: connected, its window reopened or its socket drained.
     /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
     var sendableSince: UInt64 = 0

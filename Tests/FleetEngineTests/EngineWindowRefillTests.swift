@@ -27,7 +27,8 @@ final class WindowRefillHarness: @unchecked Sendable {
     /// `behaviour` withholds what the test releases; `ackTimeout` is long unless a test wants deadlines.
     init(qos: MQTTQoS, behaviour: @escaping FakeBroker.Behaviour, ackTimeout: UInt64 = 60_000_000_000,
          policy: MQTTAckTimeoutPolicy = .close, plan: PublishPlan = .rate(perSecond: 10_000),
-         subscribes: Bool = false) throws {
+         subscribes: Bool = false, messages: Int = WindowRefillHarness.messages,
+         retry: AckBatchingRetry = AckBatchingRetry()) throws {
         self.qos = qos
         broker = try FakeBroker(behaviour: behaviour)
         // Keepalive off: no PINGREQ among the packets the tests count.
@@ -36,14 +37,15 @@ final class WindowRefillHarness: @unchecked Sendable {
             timeouts: MQTTAckTimeouts(pubAck: ackTimeout, pubRec: ackTimeout, pubComp: ackTimeout),
             onAckTimeout: policy)
         let stream = EngineStream(topic: { _, _ in "refill" }, qos: qos, plan: plan, behind: .catchUp,
-                                  messageLimit: UInt64(Self.messages))
+                                  messageLimit: UInt64(messages))
         let fleet = EngineFleet(
             name: "refill", count: 1, clientID: { "refill-\($0)" }, session: settings,
             subscriptions: { _, _ in subscribes ? [MQTTSubscription(filter: "refill/in", qos: .atLeastOnce)] : [] },
             streams: [stream])
-        let configuration = EngineConfiguration(
+        var configuration = EngineConfiguration(
             fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)],
             lanes: 1, readyTimeout: 5_000_000_000, drainTimeout: 2_000_000_000)
+        configuration.ackBatchingRetry = retry
         engine = try Engine(configuration: configuration)
     }
 
@@ -121,6 +123,26 @@ final class WindowRefillHarness: @unchecked Sendable {
     var ackedSoFar: Int {
         let lane = engine.lanes[0]
         return lane.queue.sync { Int(lane.metrics.counters.acked[qos]) }
+    }
+
+    /// What the lane counted so far, read between turns in one go: the turn that reads an ack also sends what
+    /// it refills and sets the next mark, so once `acked` shows an ack the rest shows its effect.
+    var laneState: (acked: Int, published: Int, fallbacks: UInt64, rearms: UInt64, mark: Int32) {
+        let lane = engine.lanes[0]
+        return lane.queue.sync {
+            (Int(lane.metrics.counters.acked[qos]), Int(lane.metrics.counters.published[qos]),
+             lane.metrics.lowWatermarkFallbacks, lane.metrics.lowWatermarkRearms, lane.clients[0].receiveLowWatermark)
+        }
+    }
+
+    /// Polls the lane until it counted `acks` acks (or 5 s pass, a guard against hanging only) and returns its state.
+    func laneState(afterAcks acks: Int) -> (acked: Int, published: Int, fallbacks: UInt64, rearms: UInt64, mark: Int32) {
+        var state = laneState
+        for _ in 0..<5_000 where state.acked < acks {
+            usleep(1_000)
+            state = laneState
+        }
+        return state
     }
 
     /// Sends the packets in one write.
@@ -313,3 +335,119 @@ struct EngineWindowRefillTests {
         _ = run.finish()
     }
 }
+
+/// The batching of acks by SO_RCVLOWAT falls back on a connection whose broker leaves acks below the mark, and is
+/// tried again after a back-off in window refills (`EngineConfiguration.ackBatchingRetry`), here 2 doubling to
+/// at most 8, with a probation of 2 rounds. The fake broker answers nothing by itself: the test releases each
+/// PUBACK, and every count is read from the lane after the turn that read that ack, so nothing depends on how
+/// fast anything ran (a lone ack below the mark is always read at the second 5 ms probe, however late).
+@Suite("Engine: ack batching retried with back-off after a fallback", .serialized)
+struct EngineAckBatchingRetryTests {
+    static let retry = AckBatchingRetry(first: 2, limit: 8, probationRounds: 2)
+
+    /// Acks released one at a time, each alone below a raised mark: rounds 1-3 stall (acks 1, 3, 5) and the
+    /// third falls back with a back-off of 2 refills (acks 5, 6: re-armed at 6); a re-armed connection falls
+    /// back at the first probe that finds an ack waiting below the mark (ack 7), and the back-off doubles: 4 refills (re-armed at ack 10), then 8 (ack
+    /// 18), then 8 again, the limit (acks 26, 34). In the fallback every ack refills its slot; batched, every
+    /// second one refills two.
+    @Test("a broker that always leaves acks below the mark: fallbacks at acks 5, 7, 11, 19, 27, 35; re-arms at 6, 10, 18, 26, 34")
+    func backOffDoubles() throws {
+        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, messages: 40,
+                                          retry: Self.retry)
+        run.start()
+        defer { run.broker.stop() }
+        #expect(run.await(4) { run.publishedIDs.count } == 4)
+        #expect(run.settled { run.publishedIDs.count } == 4)
+        // After ack k: messages published, fallbacks, re-arms, and the mark (8 while the connection waits
+        // batched for 2 slots of its window of 4, 1 otherwise).
+        var expected: [(published: Int, fallbacks: UInt64, rearms: UInt64, mark: Int32)] = [
+            (4, 0, 0, 1), (6, 0, 0, 8), (6, 0, 0, 1), (8, 0, 0, 8),
+            (9, 1, 0, 1), (10, 1, 1, 8),                                    // acks 5, 6
+            (11, 2, 1, 1), (12, 2, 1, 1), (13, 2, 1, 1), (14, 2, 2, 8),     // acks 7-10
+            (15, 3, 2, 1),                                                  // ack 11
+        ]
+        for ack in 12...17 { expected.append((ack + 4, 3, 2, 1)) }
+        expected.append((22, 3, 3, 8))                                     // ack 18
+        expected.append((23, 4, 3, 1))                                     // ack 19
+        for ack in 20...25 { expected.append((ack + 4, 4, 3, 1)) }
+        expected.append((30, 4, 4, 8))                                     // ack 26
+        expected.append((31, 5, 4, 1))                                     // ack 27
+        for ack in 28...33 { expected.append((ack + 4, 5, 4, 1)) }
+        expected.append((38, 5, 5, 8))                                     // ack 34
+        expected.append((39, 6, 5, 1))                                     // ack 35: all 40 due, 1 more then
+        for _ in 36...40 { expected.append((40, 6, 5, 1)) }                // all 40 out: nothing waits
+        #expect(expected.count == 40)
+        for ack in 1...40 {
+            let published = run.publishedIDs
+            try #require(published.count >= ack, "ack \(ack)")
+            run.release([run.completion(published[ack - 1])])
+            let state = run.laneState(afterAcks: ack)
+            #expect(state.acked == ack)
+            let want = expected[ack - 1]
+            #expect(state.published == want.published, "after ack \(ack)")
+            #expect(state.fallbacks == want.fallbacks, "after ack \(ack)")
+            #expect(state.rearms == want.rearms, "after ack \(ack)")
+            #expect(state.mark == want.mark, "after ack \(ack)")
+            // What the lane counted as sent is what reached the broker.
+            #expect(run.await(want.published) { run.publishedIDs.count } == want.published, "after ack \(ack)")
+        }
+        let result = try #require(run.finish())
+        #expect(result.lowWatermarkFallbacks == 6)
+        #expect(result.lowWatermarkRearms == 5)
+        #expect(result.counters.published[.atLeastOnce] == 40)
+        #expect(result.counters.acked[.atLeastOnce] == 40)
+        #expect(Set(run.publishedIDs).count == 40)
+        #expect(result.counters.ackTimeouts == AckTimeoutCounts())
+    }
+
+    /// After the re-arm at ack 6, two rounds whose acks come together (7+8, 9+10: each reaches the mark) pass
+    /// the probation, and the back-off starts again from 2: once acks come alone again, a stall falls back
+    /// only at the third in a row (acks 11, 13, 15) and is re-armed 2 refills later (ack 16), not 4.
+    @Test("two clean rounds after a re-arm end its probation: the next fallback needs 3 stalls and backs off 2 refills again")
+    func probationPassedResetsBackOff() throws {
+        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, messages: 40,
+                                          retry: Self.retry)
+        run.start()
+        defer { run.broker.stop() }
+        #expect(run.await(4) { run.publishedIDs.count } == 4)
+        #expect(run.settled { run.publishedIDs.count } == 4)
+        // Releases, in order, as one write each: the acks of the given messages.
+        let steps: [(acks: ClosedRange<Int>, published: Int, fallbacks: UInt64, rearms: UInt64, mark: Int32)] = [
+            (1...1, 4, 0, 0, 1), (2...2, 6, 0, 0, 8), (3...3, 6, 0, 0, 1), (4...4, 8, 0, 0, 8),
+            (5...5, 9, 1, 0, 1), (6...6, 10, 1, 1, 8),
+            (7...8, 12, 1, 1, 8), (9...10, 14, 1, 1, 8),                     // probation passed
+            (11...11, 14, 1, 1, 1), (12...12, 16, 1, 1, 8), (13...13, 16, 1, 1, 1), (14...14, 18, 1, 1, 8),
+            (15...15, 19, 2, 1, 1), (16...16, 20, 2, 2, 8),                  // back-off 2 again
+            (17...17, 21, 3, 2, 1),                                          // probation: an ack below the mark falls back
+        ]
+        for step in steps {
+            let published = run.publishedIDs
+            try #require(published.count >= step.acks.upperBound, "acks \(step.acks)")
+            run.release(step.acks.map { run.completion(published[$0 - 1]) })
+            let state = run.laneState(afterAcks: step.acks.upperBound)
+            #expect(state.acked == step.acks.upperBound)
+            #expect(state.published == step.published, "after acks \(step.acks)")
+            #expect(state.fallbacks == step.fallbacks, "after acks \(step.acks)")
+            #expect(state.rearms == step.rearms, "after acks \(step.acks)")
+            #expect(state.mark == step.mark, "after acks \(step.acks)")
+        }
+        // The rest: everything in flight acknowledged in one write each time (a read of several acks is one
+        // refill of the back-off of 4, so it re-arms once more before the end).
+        var acked = 17
+        for _ in 0..<40 where acked < 40 {
+            let sent = run.laneState.published
+            #expect(run.await(sent) { run.publishedIDs.count } == sent)
+            let ids = run.publishedIDs
+            run.release(ids[acked...].map { run.completion($0) })
+            acked = ids.count
+            #expect(run.laneState(afterAcks: acked).acked == acked)
+        }
+        #expect(acked == 40)
+        let result = try #require(run.finish())
+        #expect(result.lowWatermarkFallbacks == 3)
+        #expect(result.lowWatermarkRearms == 3)
+        #expect(result.counters.published[.atLeastOnce] == 40)
+        #expect(result.counters.acked[.atLeastOnce] == 40)
+    }
+}
+
