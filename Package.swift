@@ -43,18 +43,19 @@ let package = Package(
         // MARK: Layers with I/O or C libraries
         .target(name: "FleetJSON", dependencies: ["CJansson"]),
         .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CLaneRing"]),
-        .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec", "FleetMetrics", "FleetPayload"]),
+        .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec", "FleetMetrics", "FleetPayload", "FleetVehicle"]),
         // The vehicle model behind `{vehicle.*}`: roads (GeoJSON or generated), trips, battery, GNSS error.
         // Pure arithmetic over immutable roads; libm is its only system import.
         .target(name: "FleetVehicle", dependencies: ["FleetJSON"]),
         .target(
             name: "FleetEngine",
-            dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "FleetPayload", "CLinux"]),
+            dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "FleetPayload", "FleetVehicle",
+                           "CLinux"]),
         .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "MQTTCodec", "CZlib"]),
         .target(
             name: "FleetCLI",
             dependencies: ["FleetEngine", "FleetScenario", "FleetPayload", "FleetReports", "FleetMetrics", "FleetBroker",
-                           "FleetJSON", "FleetTransport", "MQTTCodec", "MQTTSession", "COpenSSL"]),
+                           "FleetJSON", "FleetVehicle", "FleetTransport", "MQTTCodec", "MQTTSession", "COpenSSL"]),
         .executableTarget(name: "fleetbench", dependencies: ["FleetCLI"]),
         // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
         .target(name: "FleetBroker"),
@@ -87,11 +88,11 @@ let package = Package(
             name: "IdentityBenchmark", dependencies: ["FleetTransport", "FleetScenario", "FleetBroker"],
             path: "Benchmarks/IdentityBenchmark"),
         .executableTarget(
-            name: "PayloadBenchmark", dependencies: ["FleetEngine", "CAllocCounter"],
+            name: "PayloadBenchmark", dependencies: ["FleetEngine", "FleetVehicle", "CAllocCounter"],
             path: "Benchmarks/PayloadBenchmark"),
         .executableTarget(
             name: "EngineBenchmark",
-            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter"],
+            dependencies: ["FleetEngine", "FleetBroker", "FleetMetrics", "MQTTCodec", "CAllocCounter", "FleetVehicle"],
             path: "Benchmarks/EngineBenchmark"),
         // Runs the fleetbench binary and samples its RSS and descriptors from outside (no library dependencies).
         .executableTarget(name: "SoakBenchmark", path: "Benchmarks/SoakBenchmark"),
@@ -102,15 +103,15 @@ let package = Package(
         .testTarget(name: "FleetMetricsTests", dependencies: ["FleetMetrics", "FleetTestSupport"]),
         .testTarget(name: "FleetJSONTests", dependencies: ["FleetJSON"]),
         .testTarget(name: "FleetTransportTests", dependencies: ["FleetTransport", "FleetBroker", "FleetTestSupport"]),
-        .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetPayload", "FleetTestSupport", "FleetBroker"]),
+        .testTarget(name: "FleetEngineTests", dependencies: ["FleetEngine", "FleetMetrics", "FleetPayload", "FleetTestSupport", "FleetBroker", "FleetVehicle"]),
         .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario", "FleetMetrics", "MQTTCodec", "FleetTestSupport"]),
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics", "FleetTestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker"]),
+        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker", "FleetVehicle"]),
         .testTarget(name: "FleetFuzzTargetsTests", dependencies: ["FleetFuzzTargets"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
         .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker", "FleetEngine",
-                                                 "FleetMetrics", "MQTTSession", "FleetTransport"]),
+                                                 "FleetMetrics", "MQTTSession", "FleetTransport", "FleetVehicle"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,7 @@ import FleetBroker
 import FleetEngine
 import FleetMetrics
 import FleetTransport
+import FleetVehicle
 import Foundation
 import Glibc
 import MQTTCodec
@@ -415,12 +416,26 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
     }
 }
 
+/// ENGINE_BENCH_VEHICLES=1: the fleet sends vehicle telemetry (eight `{vehicle.*}` fields of a vehicle per client
+/// driving a generated 5 km town) instead of 64 filler bytes.
+let benchVehicles = ProcessInfo.processInfo.environment["ENGINE_BENCH_VEHICLES"] == "1"
+
 func fleet(clients: Int, seconds: Int) {
     let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60)
-    let stream = EngineStream(topic: { index, _ in "fleet/\(index)/telemetry" }, qos: .atMostOnce,
+    var stream = EngineStream(topic: { index, _ in "fleet/\(index)/telemetry" }, qos: .atMostOnce,
                               plan: .interval(period: 1_000_000_000, jitter: 1_000_000_000), payloadSize: 64)
-    let fleet = EngineFleet(name: "vehicles", count: clients, clientID: { "car-\($0)" }, session: settings,
+    if benchVehicles {
+        stream.payload = .template(try! PayloadTemplate(
+            #"{"vehicle":"{client_id}","seq":{seq},"ts":{ts_ms},"lat":{vehicle.lat},"lon":{vehicle.lon},"#
+                + #""heading":{vehicle.heading},"speed_kmh":{vehicle.speed_kmh},"odometer_km":{vehicle.odometer_km},"#
+                + #""soc":{vehicle.soc},"ignition":{vehicle.ignition},"charging":{vehicle.charging}}"#))
+    }
+    var fleet = EngineFleet(name: "vehicles", count: clients, clientID: { "car-\($0)" }, session: settings,
                             streams: [stream], maxConnectsInFlight: 256)
+    if benchVehicles {
+        let town = try! RoadNetwork.generated(GeneratedRoads(centerLatitude: 48.137, centerLongitude: 11.575, radius: 5_000))
+        fleet.vehicle = try! VehicleModel(network: town, configuration: VehicleConfiguration(), seed: 42)
+    }
     var configuration = EngineConfiguration(fleets: [fleet], brokers: [brokerAddress],
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
     applyKnobs(&configuration)
@@ -440,7 +455,7 @@ func fleet(clients: Int, seconds: Int) {
     let share = (mark.cpu - observer.cpuAtReady) / 1e6 / publishSeconds * 100
     let lag = result.latency.histogram(.scheduleLag, from: .intended)
     print(json([
-        "workload": "fleet", "clients": clients, "seconds": seconds, "peak_connected": result.peakConnected,
+        "workload": benchVehicles ? "fleet_vehicles" : "fleet", "clients": clients, "seconds": seconds, "peak_connected": result.peakConnected,
         "published": result.counters.published.qos0,
         "cpu_percent_of_one_core": round3(share), "measured_seconds": round3(publishSeconds),
         "schedule_lag_p50_us": lag.valueAtPercentile(50), "schedule_lag_p99_us": lag.valueAtPercentile(99),

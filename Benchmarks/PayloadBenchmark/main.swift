@@ -4,9 +4,14 @@
 // swift run -c release PayloadBenchmark
 import CAllocCounter
 import FleetEngine
+import FleetVehicle
 
 /// Renders `template` `operations` times into one reused buffer (after a warm-up) and prints ns/op and allocs/op.
-func measure(_ name: String, _ template: PayloadTemplate, clientID: String, operations: Int) {
+/// `vehicle`: each message also samples a vehicle one second after the previous message, as the lane does for a
+/// `{vehicle.*}` template at one message a second (the vehicle advanced lazily, its legs planned as it goes).
+func measure(_ name: String, _ template: PayloadTemplate, clientID: String, operations: Int,
+             vehicle: (model: VehicleModel, index: Int)? = nil) {
+    var car = vehicle.map { Vehicle(model: $0.model, index: $0.index) }
     var buffer: [UInt8] = []
     buffer.reserveCapacity(512)
     var random = SeededRandom(seed: 42)
@@ -19,6 +24,9 @@ func measure(_ name: String, _ template: PayloadTemplate, clientID: String, oper
         context.sequence = UInt64(operation)
         context.timestampMilliseconds &+= 1
         header.sequence = UInt64(operation)
+        if let vehicle, car != nil {
+            context.vehicle = car!.sample(at: UInt64(operation) &* 1_000_000_000, model: vehicle.model)
+        }
         template.render(into: &buffer, context: context, random: &random, header: header)
         checksum &+= buffer.count
     }
@@ -45,3 +53,11 @@ measure("render_json_escaped_values", try! PayloadTemplate(
     clientID: #"veh"42"#, operations: operations)
 measure("render_text_binary_header", try! PayloadTemplate("car {client_id} position {rand:0..99} {uuid}"),
     clientID: "veh-000042", operations: operations)
+// The city-commute telemetry: eight vehicle fields, sampled at one message a second of a vehicle in a generated town.
+let town = try! RoadNetwork.generated(GeneratedRoads(centerLatitude: 48.137, centerLongitude: 11.575, radius: 5_000))
+let model = try! VehicleModel(network: town, configuration: VehicleConfiguration(), seed: 42)
+measure("render_vehicle_telemetry_json", try! PayloadTemplate(
+    #"{"vehicle":"{client_id}","seq":{seq},"ts":{ts_ms},"lat":{vehicle.lat},"lon":{vehicle.lon},"heading":{vehicle.heading},"#
+        + #""speed_kmh":{vehicle.speed_kmh},"odometer_km":{vehicle.odometer_km},"soc":{vehicle.soc},"#
+        + #""ignition":{vehicle.ignition},"charging":{vehicle.charging}}"#),
+    clientID: "commuter-042", operations: operations, vehicle: (model, 42))

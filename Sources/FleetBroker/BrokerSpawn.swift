@@ -3,8 +3,8 @@ import Glibc
 /// Spawn attributes for a broker process. The child inherits the calling thread's signal mask and ignored signals;
 /// Dispatch and test-runner threads block SIGTERM, so without a reset a broker never sees our SIGTERM and every stop
 /// ends in SIGKILL. `ownProcessGroup` puts the child in a group of its own, so a whole tree can be killed at once.
-enum BrokerSpawn {
-    static func resetSignals(_ attributes: inout posix_spawnattr_t, ownProcessGroup: Bool) {
+public enum BrokerSpawn {
+    public static func resetSignals(_ attributes: inout posix_spawnattr_t, ownProcessGroup: Bool) {
         var emptyMask = sigset_t()
         sigemptyset(&emptyMask)
         posix_spawnattr_setsigmask(&attributes, &emptyMask)

@@ -85,18 +85,23 @@ struct MergeCommand: FleetCommand {
         return intervals
     }
 
+    /// A segment's results folder: report.json, segment.json and latency.hlog, read.
+    static func part(_ directory: String) throws -> Part {
+        let report = try RunReport.load(path: ReportWriter.path(in: directory, ReportWriter.jsonName))
+        let segment = try SegmentFile.load(directory: directory)
+        let logPath = ReportWriter.path(in: directory, ReportWriter.hlogName)
+        guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else {
+            throw ReportError("\(logPath): cannot read the file")
+        }
+        return Part(directory: directory, report: report, segment: segment,
+                    intervals: try Self.intervals(inLog: text, path: logPath))
+    }
+
     func run(console: Console) -> ExitCode {
         var parts: [Part] = []
         for directory in directories {
             do {
-                let report = try RunReport.load(path: ReportWriter.path(in: directory, ReportWriter.jsonName))
-                let segment = try SegmentFile.load(directory: directory)
-                let logPath = ReportWriter.path(in: directory, ReportWriter.hlogName)
-                guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else {
-                    throw ReportError("\(logPath): cannot read the file")
-                }
-                parts.append(Part(directory: directory, report: report, segment: segment,
-                                  intervals: try Self.intervals(inLog: text, path: logPath)))
+                parts.append(try Self.part(directory))
             } catch {
                 console.error("fleetbench merge: \(error)")
                 return .usage
@@ -179,6 +184,7 @@ struct MergeCommand: FleetCommand {
         report.downgrades = DowngradeSummary()
         report.latency = LatencyRecorder()
         report.requests = RequestSummary()
+        report.offline = OfflineSummary()
         var generator = parts[0].report.generator
         generator.cpuSeconds = 0
         generator.peakRSSBytes = 0
@@ -203,6 +209,7 @@ struct MergeCommand: FleetCommand {
             report.requests.sent &+= other.requests.sent
             report.requests.answered &+= other.requests.answered
             report.requests.timedOut &+= other.requests.timedOut
+            report.offline.add(other.offline)
             generator.cpuSeconds += other.generator.cpuSeconds
             generator.peakRSSBytes &+= other.generator.peakRSSBytes
             generator.lanes += other.generator.lanes
@@ -287,6 +294,7 @@ struct MergeCommand: FleetCommand {
             fleet.ackTimeouts = AckTimeoutCounts()
             fleet.latency = LatencyRecorder()
             fleet.requests = RequestSummary()
+            fleet.offline = OfflineSummary()
             var foreign: UInt64 = 0
             var retained: UInt64 = 0
             for part in parts {
@@ -298,6 +306,7 @@ struct MergeCommand: FleetCommand {
                 fleet.requests.sent &+= other.requests.sent
                 fleet.requests.answered &+= other.requests.answered
                 fleet.requests.timedOut &+= other.requests.timedOut
+                fleet.offline.add(other.offline)
                 foreign &+= other.delivery.foreign
                 retained &+= other.delivery.retainedOnSubscribe
             }

@@ -147,6 +147,7 @@ struct OneLinerCommand {
               --seed N                seed of every random choice, e.g. --seed 42
               --run-id HEX            the run id written into every message, e.g. --run-id 5eed
               --lanes N               lanes (serial queues) to run clients on, e.g. --lanes 2
+              --workers N|auto        run as N worker processes, merged at the end (see fleetbench run --help)
               --quiet                 print only the summary
               -h, --help              show this help
             """
@@ -269,7 +270,7 @@ struct OneLinerCommand {
             case "--print-scenario": command.printScenario = true
             case "--plan": command.printPlan = true
             case "--quiet": command.runArguments.append(argument)
-            case "--out", "--summary-json", "--seed", "--run-id", "--lanes":
+            case "--out", "--summary-json", "--seed", "--run-id", "--lanes", "--workers":
                 command.runArguments += [argument, try value()]
             default:
                 if scanner.isOption { throw scanner.unknownOption() }

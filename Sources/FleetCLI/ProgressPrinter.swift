@@ -1,3 +1,4 @@
+import FleetMetrics
 import Foundation
 import Synchronization
 
@@ -24,8 +25,13 @@ final class ProgressPrinter: Sendable {
     }
 
     func show(_ status: LiveStatus) {
+        show(line: Self.line(status, totalSeconds: totalSeconds, targetClients: targetClients),
+             elapsedSeconds: status.elapsedSeconds)
+    }
+
+    /// Shows a progress line of `elapsedSeconds` (`--workers`: the line summed from the workers' figures).
+    func show(line: String, elapsedSeconds: Double) {
         guard !quiet else { return }
-        let line = Self.line(status, totalSeconds: totalSeconds, targetClients: targetClients)
         if refreshesInPlace {
             if console.plainTerminal {
                 // Spaces over what is left of the previous line instead of ESC [K (NO_COLOR, TERM=dumb).
@@ -37,8 +43,8 @@ final class ProgressPrinter: Sendable {
             shownInPlace.store(true, ordering: .relaxed)
         } else {
             let due = lastPlainLine.withLock { last -> Bool in
-                guard status.elapsedSeconds - last >= 5 else { return false }
-                last = status.elapsedSeconds
+                guard elapsedSeconds - last >= 5 else { return false }
+                last = elapsedSeconds
                 return true
             }
             if due { console.print(line) }
@@ -51,16 +57,29 @@ final class ProgressPrinter: Sendable {
     }
 
     static func line(_ status: LiveStatus, totalSeconds: Double, targetClients: Int) -> String {
-        let counters = status.counters
+        line(elapsedSeconds: status.elapsedSeconds, totalSeconds: totalSeconds, connected: status.connected,
+             targetClients: targetClients, publishedPerSecond: status.publishedPerSecond,
+             receivedPerSecond: status.receivedPerSecond, endToEndP99Ms: status.endToEndP99Ms,
+             ackTimeouts: status.counters.ackTimeouts.total, errors: errors(status.counters))
+    }
+
+    /// Failed connects and connections lost other than by the client's own DISCONNECT.
+    static func errors(_ counters: ClientCounters) -> UInt64 {
+        counters.connectsFailed + counters.disconnectsTotal - (counters.disconnects[.clientInitiated] ?? 0)
+    }
+
+    static func line(elapsedSeconds: Double, totalSeconds: Double, connected: Int, targetClients: Int,
+                     publishedPerSecond: Double, receivedPerSecond: Double, endToEndP99Ms: Double?,
+                     ackTimeouts: UInt64, errors: UInt64) -> String {
         var parts = [
-            "[\(pad(Int(status.elapsedSeconds.rounded(.down)), 4))s/\(Int(totalSeconds))s]",
-            "connected \(status.connected)/\(targetClients)",
-            "pub \(Int(status.publishedPerSecond.rounded()))/s",
-            "recv \(Int(status.receivedPerSecond.rounded()))/s",
+            "[\(pad(Int(elapsedSeconds.rounded(.down)), 4))s/\(Int(totalSeconds))s]",
+            "connected \(connected)/\(targetClients)",
+            "pub \(Int(publishedPerSecond.rounded()))/s",
+            "recv \(Int(receivedPerSecond.rounded()))/s",
         ]
-        if let p99 = status.endToEndP99Ms { parts.append(String(format: "e2e p99 %.2f ms", p99)) }
-        parts.append("ack timeouts \(counters.ackTimeouts.total)")
-        parts.append("errors \(counters.connectsFailed + counters.disconnectsTotal - (counters.disconnects[.clientInitiated] ?? 0))")
+        if let p99 = endToEndP99Ms { parts.append(String(format: "e2e p99 %.2f ms", p99)) }
+        parts.append("ack timeouts \(ackTimeouts)")
+        parts.append("errors \(errors)")
         return parts.joined(separator: "  ")
     }
 

@@ -113,6 +113,13 @@ struct ReportMetrics {
             case "received": return Double(report.messages.received.total) / seconds
             default: return nil
             }
+        case "offline":
+            switch parts[1] {
+            case "buffered": return Double(report.offline.buffered)
+            case "flushed": return Double(report.offline.flushed)
+            case "overflowed": return Double(report.offline.overflowed)
+            default: return nil
+            }
         case "requests":
             switch parts[1] {
             case "sent": return Double(report.requests.sent)

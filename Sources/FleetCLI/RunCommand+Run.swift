@@ -39,6 +39,8 @@ final class RunEnvironment {
     private(set) var rabbitNode: RabbitMQBroker?
     /// The embedded mosquitto, when the scenario names no broker.
     private(set) var embedded: MosquittoBroker?
+    /// More embedded mosquittos for a fleet too large for one (`EmbeddedBrokers`: plain MQTT, sharing nothing).
+    private(set) var moreEmbedded: [MosquittoBroker] = []
     /// The embedded mosquitto's throwaway CA and server certificate, when a fleet uses TLS.
     private(set) var certificates: ThrowawayCertificates?
     private(set) var metricsServer: MiniHTTPServer?
@@ -52,6 +54,8 @@ final class RunEnvironment {
         metricsServer = nil
         embedded?.stop()
         embedded = nil
+        for broker in moreEmbedded { broker.stop() }
+        moreEmbedded = []
         certificates?.remove()
         certificates = nil
         rabbitNode?.stop()
@@ -71,12 +75,18 @@ final class RunEnvironment {
         }
         // A second Ctrl-C exits at once: the broker it started must not outlive it.
         if let embedded { control.onQuit { embedded.kill() } }
+        let more = moreEmbedded
+        control.onQuit { for broker in more { broker.kill() } }
         do {
             brokers = try RunCommand.runBrokers(embedded: embedded, certificates: certificates, scenario: plan.scenario)
+                + moreEmbedded.map { broker in
+                    RunBroker(url: broker.url, transport: .tcp, host: broker.host,
+                              address: try SocketAddress(ipAddress: broker.host, port: broker.port))
+                }
         } catch {
             throw .runtime("fleetbench: \(error)")
         }
-        brokerURLs = embedded.map { [$0.url] } ?? plan.scenario.brokers.map(\.url)
+        brokerURLs = embedded.map { [$0.url] + moreEmbedded.map(\.url) } ?? plan.scenario.brokers.map(\.url)
         for broker in brokers where broker.transport.usesTLS && broker.insecureSkipVerify {
             console.error("fleetbench: warning: certificate verification skipped for \(broker.url) (insecure_skip_verify)")
         }
@@ -106,6 +116,9 @@ final class RunEnvironment {
     }
 
     private func startMosquitto(for scenario: Scenario) throws(RunFailure) {
+        // A fleet too large for one mosquitto gets more (plain MQTT only, sharing nothing: see `EmbeddedBrokers`).
+        let count = EmbeddedBrokers.count(clients: scenario.fleets.reduce(0) { $0 + $1.count })
+        if let refusal = EmbeddedBrokers.refusal(scenario, count: count) { throw .usage("fleetbench: \(refusal)") }
         var configuration = MosquittoConfiguration()
         configuration.connectionMessages = false
         let wanted = Set(scenario.fleets.compactMap(\.transport))
@@ -123,6 +136,7 @@ final class RunEnvironment {
                     keyFile: certificates.serverKey, websockets: wanted.contains(.secureWebSocket))
             }
             embedded = try MosquittoBroker(configuration: configuration)
+            moreEmbedded = try EmbeddedBrokers.start(count: count - 1, configuration: configuration)
         } catch {
             throw .runtime("fleetbench: cannot start the embedded broker: \(error)")
         }
@@ -185,9 +199,15 @@ extension RunCommand {
         let environment = RunEnvironment()
         defer { environment.close() }
         do {
+            if let workers {
+                return WorkerPool(command: self, scenario: try plannedScenario(), requested: workers,
+                                  baseline: try loadBaseline(), summaryDescriptor: given.outputDescriptor)
+                    .run(console: console)
+            }
             var plan = try makePlan()
             let control = RunControl()
             control.installSignalHandlers(console: console)
+            if workerProgress != nil { WorkerPool.stopWhenOrphaned(control, console: console) }
             try environment.openBrokers(&plan, embeddedBroker: embeddedBroker, control: control, console: console,
                                         quiet: quiet)
             let engineRun = try runEngine(plan, environment: environment, control: control, console: console)
@@ -203,33 +223,8 @@ extension RunCommand {
     /// The scenario with the command line applied, checked against what this process and machine can do; nothing
     /// is started yet.
     func makePlan() throws(RunFailure) -> RunPlan {
-        var scenario: Scenario
-        do {
-            scenario = try loadScenario()
-        } catch {
-            throw .invalidInput(error.description)
-        }
-        if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: scenarioPath) { throw .invalidInput(refusal) }
-        if let duration { scenario.trim(to: duration) }
-        if let scale {
-            for index in scenario.fleets.indices {
-                scenario.fleets[index].count = max(1, Int((Double(scenario.fleets[index].count) * scale).rounded()))
-            }
-        }
-        if !brokers.isEmpty {
-            switch scenario.replacingBrokers(with: brokers) {
-            case .success(let replaced): scenario = replaced
-            case .failure(let error): throw .usage(error.description)
-            }
-        }
-        var baselineReport: RunReport?
-        if let baseline {
-            do {
-                baselineReport = try RunReport.load(path: CompareCommand.reportPath(baseline))
-            } catch {
-                throw .invalidInput("fleetbench: cannot read the baseline \(baseline): \(error)")
-            }
-        }
+        let scenario = try plannedScenario()
+        let baselineReport = try loadBaseline()
         // One socket per client: this process (and an embedded mosquitto) can hold only so many.
         // A segment holds its share: the global indices i with i mod N = K.
         let allClients = scenario.fleets.reduce(0) { $0 + $1.count }
@@ -238,7 +233,7 @@ extension RunCommand {
         let reserve: UInt64 = 64
         if fileLimit > reserve, UInt64(clients) > fileLimit - reserve {
             throw .runtime("fleetbench: \(clients) clients need \(clients) sockets, but one process may open \(fileLimit) "
-                + "files here (ulimit -n): run fewer clients per process (--scale), or split the run into segments (--segment K/N, then fleetbench merge)")
+                + "files here (ulimit -n): run fewer clients per process (--scale), or split the run into worker processes (--workers auto)")
         }
         let seed = scenario.seed ?? UInt64(Date().timeIntervalSince1970 * 1000)
         if let startAt, startAt.timeIntervalSinceNow < -Self.startAtPastLimit {
@@ -259,6 +254,40 @@ extension RunCommand {
         }
         return RunPlan(scenario: scenario, baselineReport: baselineReport, clients: clients, seed: seed,
                        startedAt: startedAt, directory: directory)
+    }
+
+    /// --baseline's report, read.
+    func loadBaseline() throws(RunFailure) -> RunReport? {
+        guard let baseline else { return nil }
+        do {
+            return try RunReport.load(path: CompareCommand.reportPath(baseline))
+        } catch {
+            throw .invalidInput("fleetbench: cannot read the baseline \(baseline): \(error)")
+        }
+    }
+
+    /// The scenario with the command line applied (--set, --duration, --scale, --broker) and its routes checked.
+    func plannedScenario() throws(RunFailure) -> Scenario {
+        var scenario: Scenario
+        do {
+            scenario = try loadScenario()
+        } catch {
+            throw .invalidInput(error.description)
+        }
+        if let refusal = ScenarioRouteCheck.diagnostic(scenario, file: scenarioPath) { throw .invalidInput(refusal) }
+        if let duration { scenario.trim(to: duration) }
+        if let scale {
+            for index in scenario.fleets.indices {
+                scenario.fleets[index].count = max(1, Int((Double(scenario.fleets[index].count) * scale).rounded()))
+            }
+        }
+        if !brokers.isEmpty {
+            switch scenario.replacingBrokers(with: brokers) {
+            case .success(let replaced): scenario = replaced
+            case .failure(let error): throw .usage(error.description)
+            }
+        }
+        return scenario
     }
 
     // MARK: Engine
@@ -296,9 +325,12 @@ extension RunCommand {
         let scenario = plan.scenario
         let engine = try makeEngine(plan, environment: environment)
         for crowded in engine.crowdedSourceAddresses() { console.error("fleetbench: warning: \(crowded)") }
+        if brokersUnbridged || !environment.moreEmbedded.isEmpty, let cross = engine.subscriptionsAcrossBrokers() {
+            throw .usage(EmbeddedBrokers.crossBrokerRefusal(cross, brokers: environment.brokers.count))
+        }
         if !quiet {
             console.print("fleetbench \(FleetVersion.current): running \(scenario.name) for \(scenario.duration) against "
-                + "\(environment.embedded.map { "an embedded mosquitto at \($0.url)" } ?? environment.brokerURLs.joined(separator: ", "))")
+                + "\(environment.embedded.map { _ in "an embedded mosquitto at \(environment.brokerURLs.joined(separator: ", "))" } ?? environment.brokerURLs.joined(separator: ", "))")
         }
         let cpuBefore = Self.cpuSeconds()
         // The scenario's duration counts from the first connect, ramps included. The engine publishes only once
@@ -345,6 +377,7 @@ extension RunCommand {
                 status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
             }
             progress.show(live.current)
+            if let workerProgress { WorkerPool.writeProgress(live.current, to: workerProgress) }
         }
         // CPU used while publishing, for the saturation check: connecting and draining cost differently.
         let publishingCPU = PublishingCPU()
@@ -440,10 +473,12 @@ extension RunCommand {
                 fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
                 fleetReport.droppedSlots = fleetResult.droppedSlots
                 fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
+                fleetReport.offline = Self.offline(fleetResult.offline)
                 return fleetReport
             }
         }
         report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
+        report.offline = result.fleets.values.reduce(into: OfflineSummary()) { $0.add(Self.offline($1.offline)) }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - engineRun.cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,

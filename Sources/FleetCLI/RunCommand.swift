@@ -17,7 +17,8 @@ struct RunCommand: FleetCommand {
         latency (from the intended send time), delivery and ack timeouts, checks the thresholds and writes the
         results folder (report.json, report.html, junit.xml; latency.hlog and timeline.csv second by second).
         With no broker in the scenario and no --broker, fleetbench starts its own mosquitto on 127.0.0.1 and
-        stops it at the end.
+        stops it at the end (one per 15,000 clients; clients of different ones must not need each other's
+        messages).
 
         Options:
           --broker URL[,URL...]   brokers to use instead of the scenario's (mqtt://host:port)
@@ -37,7 +38,13 @@ struct RunCommand: FleetCommand {
                                   then; refused when more than 5 s in the past
           --segment-grace D       with N > 1 segments: publishing starts D after the planned connects
                                   (ramps, connect rates) in every segment, so all segments' subscribers
-                                  are subscribed first (default 5s)
+                                  are subscribed first (default 5s; 2s with --workers)
+          --workers N|auto        run as N worker processes of fleetbench on this machine (segments 0/N to
+                                  N-1/N of one run, one common start, one progress line, one Ctrl-C),
+                                  merged into the results folder at the end (their own folders are kept
+                                  in its workers/); auto: enough that each holds at most 15,000 clients,
+                                  at least one per core. The embedded broker is started once, for all
+                                  of them (plain mqtt, no restart stages)
           --out DIR               results folder (default reports/<scenario>-<UTC yyyymmdd-hhmmss>)
           --scale F               multiply every fleet's client count by F (at least 1 client), e.g. 0.01
           --lanes N               lanes (serial queues) to run clients on (default: one per core, one
@@ -112,12 +119,22 @@ struct RunCommand: FleetCommand {
     var startAt: Date?
     /// --segment-grace, ns.
     var segmentGrace: UInt64 = 5_000_000_000
+    /// --workers: run as worker processes (`WorkerPool`).
+    var workers: WorkerCount?
+    /// --worker-progress FILE (a worker of `--workers`): its running totals each second, for the parent's line.
+    var workerProgress: String?
+    /// --brokers-unbridged (given to workers by `--workers`): the brokers are separate embedded mosquitto
+    /// processes, so a subscription needing messages published through another one is refused.
+    var brokersUnbridged = false
+    /// The arguments as given (`--workers` hands them on to its workers).
+    var arguments: [String] = []
     /// How far in the past --start-at may be (the segments' processes start at slightly different moments).
     static let startAtPastLimit: TimeInterval = 5
 
     /// Parses the arguments after `run`; nil for --help. One case per option: a new option is one more case.
     static func parse(_ arguments: [String]) throws(UsageError) -> RunCommand? {
         var command = RunCommand()
+        command.arguments = arguments
         var scanner = ArgumentScanner(arguments, command: "run", help: help)
         var positional: [String] = []
         while let option = try scanner.next() {
@@ -177,6 +194,11 @@ struct RunCommand: FleetCommand {
             case "--quiet": command.quiet = true
             case "--all": command.allRows = true
             case "--summary-json": command.summaryJSON = try scanner.value()
+            case "--workers":
+                command.workers = try scanner.value(
+                    "auto or a whole number from 1 to \(WorkerPool.maximumExplicitWorkers)", WorkerCount.parse) as WorkerCount
+            case "--worker-progress": command.workerProgress = try scanner.value()
+            case "--brokers-unbridged": command.brokersUnbridged = true
             default: try scanner.positional(into: &positional)
             }
         }
@@ -184,6 +206,10 @@ struct RunCommand: FleetCommand {
             throw UsageError(positional.isEmpty ? "run needs a scenario file" : "run takes one scenario file, got \(positional.count)")
         }
         command.scenarioPath = positional[0]
+        if command.workers != nil {
+            if command.segment != nil { throw UsageError("--workers and --segment exclude each other: --workers runs every segment itself") }
+            if command.metricsAddress != nil { throw UsageError("--workers has no --metrics-listen yet: each worker's figures are in its folder") }
+        }
         if let segment = command.segment, segment.count > 1 {
             guard command.runID != nil else {
                 throw UsageError("--segment \(segment.index)/\(segment.count) needs --run-id: every segment of a run must carry the same run id")
@@ -345,6 +371,10 @@ struct RunCommand: FleetCommand {
     /// A fleet's requester figures as report.json writes them (the `requests.*` thresholds read the same).
     static func requests(_ fleet: EngineFleetResult) -> RequestSummary {
         RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
+    }
+
+    static func offline(_ counts: OfflineCounts) -> OfflineSummary {
+        OfflineSummary(buffered: counts.buffered, flushed: counts.flushed, overflowed: counts.overflowed)
     }
 
     static func runBrokers(

@@ -69,6 +69,11 @@ enum RunSummary {
                 + perFleet(report) { $0.unsentAtEnd } + ", dropped \(report.generator.droppedSlots)"
                 + perFleet(report) { $0.droppedSlots })
         }
+        if report.offline.buffered > 0 {
+            lines.append("  offline       buffered \(report.offline.buffered)" + perFleet(report) { $0.offline.buffered }
+                + ", flushed \(report.offline.flushed)" + perFleet(report) { $0.offline.flushed }
+                + ", overflowed \(report.offline.overflowed)" + perFleet(report) { $0.offline.overflowed })
+        }
         if report.requests.sent > 0 {
             lines.append("  requests      sent \(report.requests.sent), answered \(report.requests.answered), "
                 + "timed out \(report.requests.timedOut)" + perFleet(report) { $0.requests.timedOut })

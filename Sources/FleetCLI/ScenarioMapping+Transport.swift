@@ -101,7 +101,8 @@ extension ScenarioMapping {
         } catch {
             throw UnsupportedFeature(description: "broker \(broker.url), fleet \(fleet.name): \(error)")
         }
-        let tls = EngineTLS(context: context, serverName: broker.serverName ?? broker.host, clientCertificate: perClient)
+        var tls = EngineTLS(context: context, serverName: broker.serverName ?? broker.host, clientCertificate: perClient)
+        if let mint = fleet.mint { tls.clientIdentities = try mintedIdentities(fleet, mint) }
         return broker.transport == .tls ? .tls(tls) : .secureWebSocket(tls, webSocket)
     }
 }

@@ -125,9 +125,11 @@ enum ScenarioMapping {
             let subscriptionPatterns = fleet.subscriptions
             var streams: [EngineStream] = []
             for publish in fleet.publishes {
-                streams.append(try stream(topic: publish.topic, qos: publish.qos, retain: publish.retain,
-                                          schedule: publish.schedule, payload: publish.payload,
-                                          behind: publish.behindSchedule, limit: publish.limit, fleet: name))
+                var publishStream = try stream(topic: publish.topic, qos: publish.qos, retain: publish.retain,
+                                               schedule: publish.schedule, payload: publish.payload,
+                                               behind: publish.behindSchedule, limit: publish.limit, fleet: name)
+                publishStream.offline = offlineBuffer(publish.offline)
+                streams.append(publishStream)
             }
             if let heartbeat = fleet.heartbeat {
                 streams.append(try stream(topic: heartbeat.topic, qos: heartbeat.qos, retain: heartbeat.retain,
@@ -171,6 +173,7 @@ enum ScenarioMapping {
             if willVaries {
                 engineFleet.sessionSettings = { index, clientID in settings(will: willFor(index, clientID)) }
             }
+            try applyVehicleAndIdentities(fleet, to: &engineFleet, seed: seed)
             if let responder = fleet.responder {
                 let commandPattern = responder.topic
                 let replyPattern = responder.replyTopic

@@ -509,6 +509,7 @@ public final class Engine: @unchecked Sendable {
                 fleetResults[fleet].unackedAtEnd.add(values.unackedAtEnd)
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
                 fleetResults[fleet].churnSkipped += values.churnSkipped
+                fleetResults[fleet].offline.add(values.offline)
                 fleetResults[fleet].requestsAnswered += values.requestsAnswered
                 fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
                 fleetResults[fleet].responsesReceived += values.responsesReceived
@@ -839,7 +840,7 @@ public final class Engine: @unchecked Sendable {
     public var runID: UInt64 { configuration.runID }
 
     /// A random, non-zero run id from the system's entropy source (0 marks a header without run id).
-    static func randomRunID() -> UInt64 {
+    public static func randomRunID() -> UInt64 {
         var value: UInt64 = 0
         while value == 0 {
             value = UInt64.random(in: 1...UInt64.max)
@@ -990,6 +991,8 @@ public struct EngineFleetResult: Sendable {
     }
     /// Churn disconnects that found no connected client of the fleet on their lane.
     public var churnSkipped: UInt64 = 0
+    /// Offline store-and-forward: buffered, flushed and overflowed messages (`OfflineBuffer`).
+    public var offline = OfflineCounts()
     /// This fleet's TLS and WebSocket failures by reason text (see `EngineResult.transportErrors`).
     public var transportErrors: [String: UInt64] = [:]
 

@@ -1,3 +1,4 @@
+import FleetVehicle
 import FleetMetrics
 import FleetTransport
 import MQTTCodec
@@ -86,6 +87,8 @@ public struct EngineStream: Sendable {
     /// Makes this a request stream: each message goes to one client of a responder fleet, on that client's
     /// command topic (`topic` is then unused), and its reply's round trip is measured.
     public var request: EngineRequest?
+    /// Store-and-forward while the client is offline (nil: what came due while offline follows `behind`).
+    public var offline: OfflineBuffer? = nil
 
     /// Payload size in bytes of a `.binary` payload (0 for the other kinds); setting it makes the payload
     /// binary. Every binary payload starts with the end-to-end header (24 bytes) and, from 32 bytes on, the
@@ -154,6 +157,9 @@ public struct EngineFleet: Sendable {
     /// Where the fleet's clients connect, round-robin, with their transport (TLS, WebSocket). Empty: the run's
     /// `EngineConfiguration.brokers` over plain TCP.
     public var endpoints: [EngineBrokerEndpoint] = []
+    /// Simulated vehicles behind `{vehicle.*}` (client k drives vehicle k of the run's global numbering); their
+    /// tunnels cut the link while a vehicle is inside (`Lane+Vehicle`).
+    public var vehicle: VehicleModel? = nil
 
     public init(name: String, count: Int, clientID: @escaping @Sendable (Int) -> String,
                 session: MQTTSessionSettings,

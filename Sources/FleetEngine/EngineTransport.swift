@@ -40,6 +40,9 @@ public struct EngineTLS: Sendable {
     public var serverName: String
     /// Per-client certificate (e.g. from `certs/{client_id}.pem`); nil: the context's fleet certificate, if any.
     public var clientCertificate: (@Sendable (_ index: Int, _ clientID: String) -> TLSClientCertificate?)?
+    /// Per-client identity held in memory (minted at start, `tls.mint`), by the client's index in its fleet;
+    /// takes precedence over `clientCertificate`.
+    public var clientIdentities: [TLSClientIdentity] = []
 
     public init(context: TLSClientContext, serverName: String,
                 clientCertificate: (@Sendable (Int, String) -> TLSClientCertificate?)? = nil) {

@@ -98,7 +98,10 @@ extension Lane {
                 let state = clients[client].streams[stream]
                 // A closed-model stream owes nothing: a message held back by its full window was never due.
                 var unsent: UInt64 = state.pending == nil || state.closed ? 0 : 1
-                if let schedule = state.schedule { unsent &+= schedule.slotsDue(by: now) }
+                if let schedule = state.schedule {
+                    let due = schedule.slotsDue(by: now)
+                    unsent &+= offlineUnsentAtEnd(client, stream: stream, due: due)
+                }
                 metrics.fleets[clients[client].fleet].unsentAtEnd &+= unsent
             }
         }
@@ -117,6 +120,8 @@ extension Lane {
     /// Starts every stream's schedule of a connected client (once; later connects resume the same schedule).
     func startPublishing(_ client: Int) {
         guard clients[client].phase == .connected else { return }
+        startVehicleClock(client)
+        resumeFromOffline(client)
         let fleet = fleets[clients[client].fleet].configuration
         for stream in clients[client].streams.indices where clients[client].streams[stream].schedule == nil {
             let configuration = fleet.streams[stream]
@@ -187,11 +192,17 @@ extension Lane {
             wheel.cancel(client: client, kind: TimerKind.publish)
             return
         }
+        if fleets[clients[client].fleet].vehicleModel != nil, cutIfInTunnel(client) { return }
         var earliest = UInt64.max
         for stream in clients[client].streams.indices {
             if let pending = clients[client].streams[stream].pending {
                 guard send(client, stream: stream, pending) else { continue }
                 clients[client].streams[stream].pending = nil
+                if !clients[client].offline.isEmpty, var schedule = clients[client].streams[stream].schedule {
+                    // A buffered message the window refused went out now.
+                    sentFromBacklog(client, stream: stream, schedule: &schedule)
+                    clients[client].streams[stream].schedule = schedule
+                }
             }
             guard var schedule = clients[client].streams[stream].schedule else { continue }
             clients[client].streams[stream].schedule = nil
@@ -201,6 +212,7 @@ extension Lane {
                     clients[client].streams[stream].pending = due
                     break
                 }
+                if !clients[client].offline.isEmpty { sentFromBacklog(client, stream: stream, schedule: &schedule) }
             }
             metrics.fleets[clients[client].fleet].droppedSlots &+= turn.dropped
             if clients[client].streams[stream].pending == nil, let next = schedule.nextIntendedTime {
@@ -305,7 +317,8 @@ extension Lane {
         var random = clients[client].random
         let context = PayloadContext(
             clientID: clientID, clientIndex: clients[client].indexInFleet, sequence: sequence,
-            timestampMilliseconds: (intendedTime &+ wallClockOffset) / 1_000_000)
+            timestampMilliseconds: (intendedTime &+ wallClockOffset) / 1_000_000,
+            vehicle: template.usesVehicle ? vehicleSample(client, at: intendedTime) : .none)
         switch template.headerForm {
         case .text:
             template.render(into: &renderBuffer, context: context, random: &random, header: header)

@@ -21,7 +21,11 @@ extension Lane {
             let certificate = tls.clientCertificate?(index, clients[client].session.clientID)
             let connection: TLSConnection
             do {
-                connection = try tls.context.makeConnection(serverName: tls.serverName, clientCertificate: certificate)
+                if index < tls.clientIdentities.count {
+                    connection = try tls.context.makeConnection(serverName: tls.serverName, identity: tls.clientIdentities[index])
+                } else {
+                    connection = try tls.context.makeConnection(serverName: tls.serverName, clientCertificate: certificate)
+                }
             } catch {
                 transportConnectFailed(client, .tlsHandshakeFailed, error.description)
                 return

@@ -70,6 +70,8 @@ public struct FleetLaneMetrics: Sendable {
     public var responsesLate: UInt64 = 0
     /// Churn disconnects that found no connected client of the fleet on the lane.
     public var churnSkipped: UInt64 = 0
+    /// Offline store-and-forward (`Lane+Offline`).
+    public var offline = OfflineCounts()
     /// TLS/WebSocket failures by reason text, at most `LaneMetrics.transportErrorKinds` distinct texts (further
     /// ones counted under "other transport error") so a hostile peer cannot grow it without bound.
     public var transportErrors: [String: UInt64] = [:]

@@ -1,4 +1,5 @@
 import FleetPayload
+import FleetVehicle
 
 /// A payload template laid out for rendering: compiled by FleetPayload (the one compiler, shared with the scenario
 /// layer), flattened here into one literal buffer and slots, rendered per message into a reusable buffer without
@@ -20,6 +21,8 @@ public struct PayloadTemplate: Sendable {
         /// Options are `choiceRanges[first..<first + count]`, stored already escaped where they need it.
         case choice(first: Int, count: Int)
         case uuid
+        /// A field of the client's vehicle, from the sample in the context (`PayloadContext.vehicle`).
+        case vehicle(VehicleField)
     }
 
     private let literalBytes: [UInt8]
@@ -38,6 +41,9 @@ public struct PayloadTemplate: Sendable {
     }
 
     public var headerForm: HeaderForm { textHeaderSegment == nil ? .binary : .text }
+
+    /// Some slot prints a vehicle field: the renderer must put the vehicle's sample in the context.
+    public let usesVehicle: Bool
 
     /// Compiles the engine's raw text form (see `FleetPayload.PayloadTemplate.compileRaw`): braces need no
     /// escaping in JSON, `{` followed by a lowercase letter or `_` opens a generator, `{{` is a literal `{`.
@@ -91,6 +97,9 @@ public struct PayloadTemplate: Sendable {
             case .randomDecimal(let range, let digits):
                 segments.append(.randomDecimal(low: range.lowerBound, high: range.upperBound, fractionDigits: digits))
             case .uuid: segments.append(.uuid)
+            case .vehicle(let name):
+                // FleetPayload accepts only FleetVehicle's field names, so the lookup cannot fail.
+                segments.append(.vehicle(VehicleField(name: name) ?? .latitude))
             case .fleet, .choice: break
             }
         }
@@ -112,6 +121,7 @@ public struct PayloadTemplate: Sendable {
             }
         }
         literalBytes = literal
+        usesVehicle = segments.contains { if case .vehicle = $0 { return true } else { return false } }
         self.segments = segments
         choiceRanges = choices
         textHeaderSegment = headerSegment
@@ -167,6 +177,8 @@ public struct PayloadTemplate: Sendable {
                 appendBytes(literalBytes, option, to: &buffer)
             case .uuid:
                 appendUUID(high: random.next(), low: random.next(), to: &buffer)
+            case .vehicle(let field):
+                field.append(context.vehicle, to: &buffer)
             }
         }
     }
@@ -178,12 +190,16 @@ public struct PayloadContext: Sendable {
     public var clientIndex: Int
     public var sequence: UInt64
     public var timestampMilliseconds: UInt64
+    /// The client's vehicle at the message's intended time (only read when the template `usesVehicle`).
+    public var vehicle: VehicleSample
 
-    public init(clientID: [UInt8], clientIndex: Int, sequence: UInt64, timestampMilliseconds: UInt64) {
+    public init(clientID: [UInt8], clientIndex: Int, sequence: UInt64, timestampMilliseconds: UInt64,
+                vehicle: VehicleSample = .none) {
         self.clientID = clientID
         self.clientIndex = clientIndex
         self.sequence = sequence
         self.timestampMilliseconds = timestampMilliseconds
+        self.vehicle = vehicle
     }
 }
 

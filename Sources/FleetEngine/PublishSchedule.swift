@@ -221,7 +221,7 @@ public struct PublishSchedule: Sendable {
 
     // MARK: Slot arithmetic
 
-    private mutating func advance() {
+    mutating func advance() {
         guard let current = nextIntendedTime else { return }
         if hasLookahead {
             nextIntendedTime = lookahead

@@ -1,6 +1,7 @@
 import FleetTransport
 import MQTTCodec
 import MQTTSession
+import FleetVehicle
 
 /// Immutable per-fleet data shared by the fleet's clients on a lane.
 final class FleetRuntime: @unchecked Sendable {
@@ -17,12 +18,15 @@ final class FleetRuntime: @unchecked Sendable {
     /// Responder fleets: each client's command topic and 3.1.1 reply topic (empty arrays otherwise).
     let commandTopics: [MQTTTopicName]
     let replyTopics: [MQTTTopicName]
+    /// The fleet's vehicle model (`EngineFleet.vehicle`): roads and settings shared by its clients' vehicles.
+    let vehicleModel: VehicleModel?
     var streamCount: Int { configuration.count * configuration.streams.count }
 
     init(index: Int, configuration: EngineFleet, firstStream: Int) throws {
         self.index = index
         self.configuration = configuration
         self.firstStream = firstStream
+        vehicleModel = configuration.vehicle
         texts = configuration.streams.map { stream in
             if case .text(let text) = stream.payload { return Array(text.utf8) }
             return []
@@ -160,6 +164,13 @@ struct SimulatedClient {
     let deliveryRoutes: DeliveryRoutes?
     var streams: [StreamState]
     var random: SeededRandom
+    /// The client's vehicle (fleets with a vehicle model), made at its first sample (`Lane+Vehicle`), and the
+    /// lane time its run time counts from: when it first started publishing.
+    var vehicle: Vehicle? = nil
+    var vehicleOrigin: UInt64 = 0
+    /// Offline store-and-forward per stream (`Lane+Offline`): due messages still to send from the buffer after a
+    /// reconnect, and slots to skip once those are out (`drop_newest`).
+    var offline: [OfflineBacklog] = []
     /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.
     var isReady = false
     /// Streams (global ids) its subscriptions match, for the entitlement windows (`Lane+Entitlement`), whether

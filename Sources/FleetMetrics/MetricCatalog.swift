@@ -223,6 +223,13 @@ public enum MetricCatalog {
         Metric("requests.answered", .number, report: "requests.answered", "responses received to them"),
         Metric("requests.timed_out", .number, report: "requests.timed_out",
                "requests without a response by the end of the run, plus responses later than the request's timeout"),
+        // Offline store-and-forward (publish streams with `offline`).
+        Metric("offline.buffered", .number, report: "offline.buffered", .needs(.publishes),
+               "messages that came due while their client was offline (streams with an offline buffer)"),
+        Metric("offline.flushed", .number, report: "offline.flushed", .needs(.publishes),
+               "buffered messages sent after the reconnect"),
+        Metric("offline.overflowed", .number, report: "offline.overflowed", .needs(.publishes),
+               "buffered messages lost to a full buffer (never published, owed to no subscriber)"),
         // The generator's own health.
         Metric("generator.schedule_lag_p50", .time, report: "generator.schedule_lag_ms.p50", "median schedule lag"),
         Metric("generator.schedule_lag_p99", .time, report: "generator.schedule_lag_ms.p99", "schedule lag, 99th percentile"),

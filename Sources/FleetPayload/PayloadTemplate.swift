@@ -15,6 +15,20 @@ public enum PayloadGenerator: Equatable, Hashable, Sendable {
     case choice([String])
     /// A random RFC 9562 version 4 UUID.
     case uuid
+    /// A field of the client's simulated vehicle (`{vehicle.lat}`): its name after `vehicle.`, one of
+    /// `vehicleFieldNames`. The vehicle model lives in FleetVehicle; this layer only names the field.
+    case vehicle(String)
+
+    /// The fields `{vehicle.NAME}` may name (FleetVehicle's `VehicleField` raw values).
+    public static let vehicleFieldNames = ["lat", "lon", "heading", "speed_kmh", "odometer_km", "soc", "ignition",
+                                           "charging", "in_tunnel"]
+
+    /// Whether a JSON template writes the value unquoted when it is alone in its string: numbers, and the
+    /// vehicle's `true`/`false` fields (JSON booleans).
+    public var isBareJSONValue: Bool {
+        if case .vehicle = self { return true }
+        return isNumeric
+    }
 
     /// Whether the value is a number (so a JSON template writes it unquoted when it is alone in its string).
     public var isNumeric: Bool {
@@ -144,6 +158,8 @@ public struct PayloadTemplate: Equatable, Hashable, Sendable {
                     text = Self.decimalText(Int64.random(in: range, using: &random), fractionDigits: digits)
                 case .choice(let options): text = options.randomElement(using: &random) ?? ""
                 case .uuid: text = Self.uuidString(using: &random)
+                // Previews and wills have no vehicle: a will is rendered once before any run time exists.
+                case .vehicle(let field): text = ["ignition", "charging", "in_tunnel"].contains(field) ? "false" : "0"
                 }
                 if inJSONString {
                     JSONStringEscaping.append(Array(text.utf8), to: &output)
@@ -244,6 +260,7 @@ public struct PayloadTemplate: Equatable, Hashable, Sendable {
         }
 
         public static let generatorNames = ["client_id", "i", "fleet", "seq", "ts_ms", "rand", "choice", "uuid"]
+            + PayloadGenerator.vehicleFieldNames.map { "vehicle." + $0 }
 
         /// A generator from the text between its braces (`rand:0..9`); `offset` is where its `{` is, for errors.
         public static func parseGenerator(_ inside: String, offset: Int) -> Result<PayloadGenerator, PayloadTemplateError> {
@@ -257,6 +274,9 @@ public struct PayloadTemplate: Equatable, Hashable, Sendable {
             case ("seq", nil): return .success(.sequence)
             case ("ts_ms", nil): return .success(.timestampMilliseconds)
             case ("uuid", nil): return .success(.uuid)
+            case (let vehicle, nil) where vehicle.hasPrefix("vehicle.")
+                && PayloadGenerator.vehicleFieldNames.contains(String(vehicle.dropFirst(8))):
+                return .success(.vehicle(String(vehicle.dropFirst(8))))
             case ("rand", let argument?):
                 return parseRange(argument, offset: offset)
             case ("choice", let argument?):
@@ -274,7 +294,7 @@ public struct PayloadTemplate: Equatable, Hashable, Sendable {
                 if let suggestion = closestMatch(to: name, among: generatorNames) {
                     message += "; did you mean '{\(suggestion)}'?"
                 } else {
-                    message += "; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid}"
+                    message += "; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid}, {vehicle.FIELD} (FIELD: \(PayloadGenerator.vehicleFieldNames.joined(separator: ", ")))"
                 }
                 return .failure(PayloadTemplateError(offset: offset, message: message))
             }

@@ -77,6 +77,11 @@ public enum ReportHTML {
         if report.generator.unsentAtEnd > 0 {
             figures.append(("Unsent at end", MetricFormat.grouped(report.generator.unsentAtEnd)))
         }
+        if report.offline.buffered > 0 {
+            figures.append(("Buffered offline", MetricFormat.grouped(report.offline.buffered)))
+            figures.append(("Flushed", MetricFormat.grouped(report.offline.flushed)))
+            figures.append(("Overflowed", MetricFormat.grouped(report.offline.overflowed)))
+        }
         if e2e.totalCount > 0 {
             figures.append(("End-to-end p99", ms(e2e.valueAtPercentile(99))))
         }

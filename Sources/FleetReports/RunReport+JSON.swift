@@ -31,6 +31,7 @@ extension RunReport {
             JSONMember("ack_timeouts", Self.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
             JSONMember("downgrades", downgrades.jsonValue),
             JSONMember("requests", requests.jsonValue),
+            JSONMember("offline", offline.jsonValue),
             JSONMember("latency_ms", try Self.latencyJSON(latency)),
             JSONMember("thresholds", .array(thresholds.map(\.jsonValue))),
             JSONMember("generator", generatorJSON),
@@ -278,6 +279,16 @@ extension RequestSummary {
     }
 }
 
+extension OfflineSummary {
+    var jsonValue: JSONValue {
+        .object([
+            JSONMember("buffered", .count(buffered)),
+            JSONMember("flushed", .count(flushed)),
+            JSONMember("overflowed", .count(overflowed)),
+        ])
+    }
+}
+
 extension MessageSummary {
     var jsonValue: JSONValue {
         var members: [JSONMember] = []
@@ -359,6 +370,7 @@ extension FleetReport {
             JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(ackTimeouts, seconds: ackTimeoutSeconds)),
             JSONMember("downgrades", downgrades.jsonValue),
             JSONMember("requests", requests.jsonValue),
+            JSONMember("offline", offline.jsonValue),
             JSONMember("latency_ms", try RunReport.latencyJSON(latency)),
             JSONMember("generator", .object([
                 JSONMember("dropped_slots", .count(droppedSlots)),

@@ -133,6 +133,7 @@ extension RunReport {
                 fleetbenchVersion: try environment.string("fleetbench_version")))
         downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
         requests = try RequestSummary(try top.optionalObject("requests"))
+        offline = try OfflineSummary(try top.optionalObject("offline"))
         if let object = try top.optionalObject("segments") {
             var index: Int?
             if case .integer(let value)? = object.value["index"] { index = Int(value) }
@@ -151,6 +152,17 @@ extension RequestSummary {
         sent = UInt64(try object.optionalNumber("sent") ?? 0)
         answered = UInt64(try object.optionalNumber("answered") ?? 0)
         timedOut = UInt64(try object.optionalNumber("timed_out") ?? 0)
+    }
+}
+
+extension OfflineSummary {
+    /// Absent from reports written before offline buffering existed: all zero.
+    init(_ object: JSONField?) throws(ReportError) {
+        self.init()
+        guard let object else { return }
+        buffered = UInt64(try object.optionalNumber("buffered") ?? 0)
+        flushed = UInt64(try object.optionalNumber("flushed") ?? 0)
+        overflowed = UInt64(try object.optionalNumber("overflowed") ?? 0)
     }
 }
 
@@ -278,6 +290,7 @@ extension FleetReport {
         // Absent from reports written before fleets had their own.
         downgrades = try DowngradeSummary(try object.optionalObject("downgrades"))
         requests = try RequestSummary(try object.optionalObject("requests"))
+        offline = try OfflineSummary(try object.optionalObject("offline"))
         if let generator = try object.optionalObject("generator") {
             droppedSlots = UInt64(try generator.optionalNumber("dropped_slots") ?? 0)
             unsentAtEnd = UInt64(try generator.optionalNumber("unsent_at_end") ?? 0)

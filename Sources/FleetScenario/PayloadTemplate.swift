@@ -32,11 +32,11 @@ extension PayloadTemplate.Builder {
             }
             literal("]")
         case .string(let text):
-            // A lone numeric generator becomes a bare JSON number.
+            // A lone numeric generator becomes a bare JSON number (a vehicle's boolean field a bare JSON boolean).
             if text.hasPrefix("{"), text.hasSuffix("}"), !text.hasPrefix("{{"),
                 text.dropFirst().firstIndex(of: "{") == nil,
                 case .success(let alone) = Self.parseGenerator(String(text.dropFirst().dropLast()), offset: 0),
-                alone.isNumeric
+                alone.isBareJSONValue
             {
                 generator(alone, inJSONString: false)
                 return nil

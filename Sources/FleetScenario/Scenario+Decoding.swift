@@ -318,6 +318,7 @@ struct ScenarioDecoder {
         "name", "count", "client_id", "protocol", "transport", "keepalive", "clean_session", "clean_start",
         "session_expiry", "will", "credentials", "tls", "source_addresses", "connect_rate", "max_connects_in_flight",
         "reconnect", "ack_timeouts", "inflight_window", "subscriptions", "publish", "requests", "respond", "heartbeat",
+        "vehicle", "identities",
     ]
 
     func decodeFleet(_ value: JSONValue, _ path: JSONPath) -> Fleet? {
@@ -363,10 +364,14 @@ struct ScenarioDecoder {
         }
         fleet.will = object.optional("will") { decodeWill($0, $1, isV5: isV5) }
         fleet.credentials = object.optional("credentials", decodeCredentials)
-        if let tlsValue = object.value("tls"), let reader = context.object(tlsValue, path.appending("tls"), allowed: ["client_cert", "client_key"]) {
+        if let tlsValue = object.value("tls"), let reader = context.object(tlsValue, path.appending("tls"), allowed: ["client_cert", "client_key", "mint"]) {
             fleet.clientCertificate = reader.optional("client_cert") { context.pattern($0, $1, allowed: Placeholders.perClient) }
             fleet.clientKey = reader.optional("client_key") { context.pattern($0, $1, allowed: Placeholders.perClient) }
             checkCertificatePair(certificate: fleet.clientCertificate, key: fleet.clientKey, path.appending("tls"))
+            fleet.mint = reader.optional("mint", decodeMinting)
+            if fleet.mint != nil, fleet.clientCertificate != nil {
+                context.error(path.appending("tls").appending("mint"), "mint and client_cert contradict each other; keep one", atKey: true)
+            }
         }
         if let list = object.optional("source_addresses", { context.array($0, $1) }) {
             fleet.sourceAddresses = list.flatMap { decodeSourceAddress($0.0, $0.1) }
@@ -391,6 +396,12 @@ struct ScenarioDecoder {
         }
         fleet.responder = object.optional("respond", decodeResponder)
         fleet.heartbeat = object.optional("heartbeat", decodeHeartbeat)
+        fleet.vehicle = object.optional("vehicle", decodeVehicle)
+        fleet.identities = object.optional("identities") { decodeIdentities($0, $1, count: fleet.count) }
+        if fleet.identities != nil, object.has("client_id") {
+            context.error(path.appending("client_id"), "client ids come from the identities file; remove client_id", atKey: true)
+        }
+        checkVehicleGenerators(fleet, path, object: object)
         if name == nil || count == nil { return nil }
         return fleet
     }
@@ -538,7 +549,7 @@ struct ScenarioDecoder {
     }
 
     func decodePublish(_ value: JSONValue, _ path: JSONPath, defaultName: String) -> PublishStream? {
-        guard let object = context.object(value, path, allowed: ["name", "topic", "qos", "retain", "schedule", "payload", "behind_schedule", "limit"]) else { return nil }
+        guard let object = context.object(value, path, allowed: ["name", "topic", "qos", "retain", "schedule", "payload", "behind_schedule", "limit", "offline"]) else { return nil }
         let name = object.optional("name", context.nonEmptyString) ?? defaultName
         let topic = object.required("topic", "the topic to publish to") { context.topicName($0, $1, allowed: Placeholders.perClient) }
         let schedule = object.required("schedule", "when to publish", decodeSchedule)
@@ -547,9 +558,15 @@ struct ScenarioDecoder {
         let retain = object.optional("retain", context.bool) ?? false
         let behind = object.optional("behind_schedule") { context.choice($0, $1, [("catch_up", BehindSchedulePolicy.catchUp), ("drop", .drop)]) } ?? .catchUp
         let limit = object.optional("limit") { context.integer($0, $1, in: 1...Int64(Int32.max), what: "a positive integer") }
+        let offline = object.optional("offline", decodeOffline)
+        if offline != nil, behind == .drop {
+            context.error(path.appending("offline"), "an offline buffer sends its backlog after the reconnect; it cannot go with behind_schedule \"drop\"", atKey: true)
+        }
         guard let topic, let schedule, let payload else { return nil }
-        return PublishStream(name: name, topic: topic, qos: qos, retain: retain, schedule: schedule, payload: payload,
-                             behindSchedule: behind, limit: limit)
+        var stream = PublishStream(name: name, topic: topic, qos: qos, retain: retain, schedule: schedule, payload: payload,
+                                   behindSchedule: behind, limit: limit)
+        stream.offline = offline
+        return stream
     }
 
     func decodeSchedule(_ value: JSONValue, _ path: JSONPath) -> PublishSchedule? {

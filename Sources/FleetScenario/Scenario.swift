@@ -149,6 +149,18 @@ public struct Fleet: Equatable, Sendable {
     public var requests: [RequestStream] = []
     public var responder: Responder?
     public var heartbeat: Heartbeat?
+    /// Simulated vehicles behind `{vehicle.*}` (`vehicle`).
+    public var vehicle: VehicleSetting?
+    /// Client ids and credentials per client, by index (`identities`).
+    public var identities: IdentityTable?
+    /// Mint each client's TLS certificate at start from a test CA (`tls.mint`).
+    public var mint: CertificateMinting?
+}
+
+/// `tls.mint`: EC P-256 client certificates minted at start, one per client, named by its client id.
+public struct CertificateMinting: Equatable, Sendable {
+    public var caCertificate: String
+    public var caKey: String
 }
 
 public struct Will: Equatable, Sendable {
@@ -279,6 +291,8 @@ public struct PublishStream: Equatable, Sendable {
     public var behindSchedule: BehindSchedulePolicy = .catchUp
     /// Stop after this many messages per client.
     public var limit: Int?
+    /// Store and forward while the client is offline (`offline`); nil: the backlog follows `behindSchedule`.
+    public var offline: OfflineBuffering?
 }
 
 /// Commands from this fleet to clients of another fleet, answered by that fleet's responder.

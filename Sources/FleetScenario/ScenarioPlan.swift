@@ -13,6 +13,8 @@ public struct ScenarioPlan: Equatable, Sendable {
         public var totalRate: Double
         /// Closed model (`{"type": "max"}`): as fast as the window or socket allows; no planned rate.
         public var closedModel = false
+        /// Store and forward while offline (`offline`).
+        public var offline: OfflineBuffering? = nil
         /// Subscribers that receive each message, judged from the fleet's first client (nil when the scenario is
         /// too large to count cheaply: over 200,000 clients).
         public var fanOut: Int?
@@ -23,6 +25,8 @@ public struct ScenarioPlan: Equatable, Sendable {
         public var clients: Int
         public var protocolVersion: MQTTProtocolVersion
         public var streams: [StreamPlan]
+        /// Lines about the fleet's vehicles, identities and minted certificates (empty when it has none).
+        public var details: [String] = []
     }
 
     public var scenario: String
@@ -75,7 +79,8 @@ public struct ScenarioPlan: Equatable, Sendable {
                 let rate = stream.schedule.messagesPerSecond
                 streams.append(StreamPlan(kind: "publish", name: stream.name, topic: stream.topic.source, qos: stream.qos,
                                           perClientRate: rate, totalRate: rate * clients,
-                                          closedModel: stream.schedule.isClosedModel, fanOut: fanOut(stream.topic, from: fleet)))
+                                          closedModel: stream.schedule.isClosedModel, offline: stream.offline,
+                                          fanOut: fanOut(stream.topic, from: fleet)))
             }
             for request in fleet.requests {
                 let rate = request.schedule.messagesPerSecond
@@ -89,7 +94,8 @@ public struct ScenarioPlan: Equatable, Sendable {
                                           qos: heartbeat.qos, perClientRate: rate, totalRate: rate * clients,
                                           fanOut: fanOut(heartbeat.topic, from: fleet)))
             }
-            return FleetPlan(name: fleet.name, clients: fleet.count, protocolVersion: fleet.protocolVersion, streams: streams)
+            return FleetPlan(name: fleet.name, clients: fleet.count, protocolVersion: fleet.protocolVersion, streams: streams,
+                             details: Self.details(fleet))
         }
         var start = TimeSpan.zero
         var starts: [(start: TimeSpan, stage: Stage)] = []
@@ -122,8 +128,10 @@ public struct ScenarioPlan: Equatable, Sendable {
                         ? "max (closed model: as fast as the window or socket allows)"
                         : "\(Self.rate(stream.perClientRate))/s per client, \(Self.rate(stream.totalRate)) msg/s total")
                 if let fanOut = stream.fanOut { line += ", \(fanOut) subscriber\(fanOut == 1 ? "" : "s") each" }
+                if let offline = stream.offline { line += "; offline buffer \(offline.buffer), \(offline.overflow.rawValue)" }
                 lines.append(line)
             }
+            for detail in fleet.details { lines.append("    " + detail) }
         }
         for entry in stageStarts {
             lines.append("  at \(entry.start): \(entry.stage.kind.name) for \(entry.stage.duration)")
@@ -141,3 +149,33 @@ public struct ScenarioPlan: Equatable, Sendable {
         return text
     }
 }
+
+extension ScenarioPlan {
+    /// What `validate` says about a fleet's vehicles, identities and minted certificates.
+    static func details(_ fleet: Fleet) -> [String] {
+        var lines: [String] = []
+        if let vehicle = fleet.vehicle {
+            let route: String
+            switch vehicle.route {
+            case .geoJSON(let path): route = path
+            case .generated(let roads): route = "generated town, radius \(kilometres(roads.radius)) km"
+            }
+            var line = "vehicle: \(route)"
+            if let network = vehicle.network {
+                line += " (\(kilometres(network.totalLength)) km of road, \(kilometres(network.tunnelLength)) km in tunnels)"
+            }
+            lines.append(line)
+        }
+        if let identities = fleet.identities {
+            lines.append("identities: \(identities.file) (\(identities.records.count) rows, \(fleet.count) used)")
+        }
+        if let mint = fleet.mint { lines.append("tls: a certificate minted per client from \(mint.caCertificate)") }
+        return lines
+    }
+
+    static func kilometres(_ metres: Double) -> String {
+        let tenths = (metres / 100).rounded()
+        return "\(Int(tenths) / 10).\(Int(tenths) % 10)"
+    }
+}
+

@@ -109,7 +109,7 @@ struct MetricCatalogRunTests {
     }
 
     /// The sections of report.json that hold measurements (the rest describe the run: scenario, environment, ...).
-    static let measuredSections = ["connections", "messages", "delivery", "ack_timeouts", "downgrades", "requests", "latency_ms",
+    static let measuredSections = ["connections", "messages", "delivery", "ack_timeouts", "downgrades", "requests", "offline", "latency_ms",
                                     "generator"]
 
     /// Dotted paths of every leaf; arrays of strings and null are leaves, objects are walked.

@@ -100,7 +100,7 @@ struct RunReportAfterRealRunTests {
         let readPath = generator["receive_path"] as? String
         #expect(readPath == "epoll+recv" || readPath == "io_uring")
         if readPath == "io_uring" { #expect(generator["receive_ring_unavailable"] is NSNull) }
-        #expect(generator["saturated"] as? Bool == false)
+        #expect(generator["saturated"] as? Bool == false, "\(generator["saturation_reasons"] ?? "")")
 
         // The timeline's per-second counts add up to the totals.
         let timeline = try #require(report["timeline"] as? [[String: Any]])

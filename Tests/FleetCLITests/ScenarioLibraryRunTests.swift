@@ -27,6 +27,7 @@ struct ScenarioLibraryRunTests {
                 + #"{"type": "tunnel", "fleet": "vehicles", "fraction": "50%", "outage": ["1s", "2s"], "duration": "3s"}, "#
                 + #"{"type": "steady", "duration": "6s"}]"#,
         ]),
+        ("city-commute.json", CityCommuteRunTests.scaledDown),
     ]
 
     /// One row of `runs`, named by its file and its `--set` overrides (a file may appear more than once).

@@ -92,7 +92,7 @@ struct PayloadTemplateTests {
 
     @Test("bad templates are rejected with the generator's byte offset", arguments: [
         // The messages of FleetPayload's generator parser, the one the scenario layer reports too.
-        ("{\"a\":{speed}}", "payload template: unknown generator '{speed}'; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid} at byte offset 5"),
+        ("{\"a\":{speed}}", "payload template: unknown generator '{speed}'; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid}, {vehicle.FIELD} (FIELD: lat, lon, heading, speed_kmh, odometer_km, soc, ignition, charging, in_tunnel) at byte offset 5"),
         ("xx{rand:1..", "payload template: unclosed '{' (write '{{' for a literal brace) at byte offset 2"),
         ("{seq", "payload template: unclosed '{' (write '{{' for a literal brace) at byte offset 0"),
         ("{rand}", "payload template: invalid '{rand}'; expected {rand:LOW..HIGH} at byte offset 0"),

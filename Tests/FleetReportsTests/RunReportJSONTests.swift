@@ -22,7 +22,7 @@ struct RunReportJSONTests {
         }
         #expect(keys == [
             "schema", "tool", "scenario", "run", "brokers", "broker_embedded", "passed", "connections", "messages",
-            "delivery", "ack_timeouts", "downgrades", "requests", "latency_ms", "thresholds", "generator", "timeline", "fleets",
+            "delivery", "ack_timeouts", "downgrades", "requests", "offline", "latency_ms", "thresholds", "generator", "timeline", "fleets",
             "environment",
         ])
         #expect(text.hasSuffix("}\n"))

@@ -73,7 +73,7 @@ struct PayloadTemplateTests {
         ("{rand:a..b}", "invalid '{rand:a..b}'; expected {rand:LOW..HIGH} with integers or decimals"),
         ("{choice:}", "invalid '{choice:}'; expected {choice:a|b|c} with non-empty options"),
         ("x{seq:2}", "invalid '{seq:2}'; expected {seq}"),
-        ("{timestamp}", "unknown generator '{timestamp}'; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid}"),
+        ("{timestamp}", "unknown generator '{timestamp}'; expected one of: {client_id}, {i}, {fleet}, {seq}, {ts_ms}, {rand:LOW..HIGH}, {choice:a|b|c}, {uuid}, {vehicle.FIELD} (FIELD: lat, lon, heading, speed_kmh, odometer_km, soc, ignition, charging, in_tunnel)"),
     ])
     func rejects(text: String, message: String) {
         guard case .failure(let failure) = PayloadTemplate.compileText(text) else {

@@ -169,7 +169,7 @@ struct ScenarioDecodingTests {
         (#"{"duration": "1s", "fleets": [{"name": "a", "count": 1}, {"name": "a", "count": 1}]}"#,
          "t.json:1:67: fleets[1].name: duplicate fleet name 'a'"),
         (#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "qos": 1}]}"#,
-         "t.json:1:57: fleets[0].qos: unknown key 'qos'; expected one of: name, count, client_id, protocol, transport, keepalive, clean_session, clean_start, session_expiry, will, credentials, tls, source_addresses, connect_rate, max_connects_in_flight, reconnect, ack_timeouts, inflight_window, subscriptions, publish, requests, respond, heartbeat"),
+         "t.json:1:57: fleets[0].qos: unknown key 'qos'; expected one of: name, count, client_id, protocol, transport, keepalive, clean_session, clean_start, session_expiry, will, credentials, tls, source_addresses, connect_rate, max_connects_in_flight, reconnect, ack_timeouts, inflight_window, subscriptions, publish, requests, respond, heartbeat, vehicle, identities"),
         (#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "protocol": "3.1.1", "clean_start": true}]}"#,
          "t.json:1:78: fleets[0].clean_start: clean_start is MQTT 5; with protocol \"3.1.1\" use clean_session"),
         (#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "subscriptions": [{"filter": "a/#/b", "no_local": true}]}]}"#,

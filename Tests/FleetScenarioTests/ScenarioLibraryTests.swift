@@ -12,7 +12,7 @@ let scenariosFolder: String = {
 struct ScenarioLibraryTests {
     static let files = [
         "quickstart.json", "vehicle-telemetry.json", "command-and-control.json", "chat-room.json",
-        "ota-broadcast.json", "tunnel-reconnect-storm.json", "connection-soak.json",
+        "ota-broadcast.json", "tunnel-reconnect-storm.json", "connection-soak.json", "city-commute.json",
     ]
 
     @Test("every library scenario decodes without errors and has a description", arguments: files)
@@ -22,6 +22,22 @@ struct ScenarioLibraryTests {
         #expect(!scenario.description.isEmpty)
         #expect(!scenario.fleets.isEmpty)
         #expect(!scenario.thresholds.isEmpty)
+    }
+
+    @Test("city-commute: the shipped route with its tunnel, one identity per car, offline buffering; validate says so")
+    func cityCommute() throws {
+        let scenario = try Scenario.load(path: scenariosFolder + "/city-commute.json")
+        let commuters = scenario.fleets[0]
+        #expect(commuters.vehicle?.route == .geoJSON(path: scenariosFolder + "/routes/munich.geojson"))
+        #expect((commuters.vehicle?.network?.tunnelLength ?? 0) > 1_000)
+        #expect(commuters.identities?.records.count == commuters.count)
+        #expect(Set(commuters.identities?.records.map(\.username) ?? []).count == commuters.count)
+        #expect(commuters.publishes[0].offline == OfflineBuffering(buffer: 300, overflow: .dropOldest))
+        #expect(scenario.usesEmbeddedBroker)
+        let plan = ScenarioPlan(scenario).render()
+        #expect(plan.contains("    vehicle: \(scenariosFolder)/routes/munich.geojson (15.2 km of road, 1.1 km in tunnels)"), "\(plan)")
+        #expect(plan.contains("    identities: \(scenariosFolder)/identities/city-commute.csv (200 rows, 200 used)"), "\(plan)")
+        #expect(plan.contains("; offline buffer 300, drop_oldest"), "\(plan)")
     }
 
     @Test("quickstart finishes within 15 seconds and stays small")

@@ -69,7 +69,8 @@ struct ThresholdTests {
         let reportKeys = MetricCatalog.all.compactMap(\.report)
         #expect(Set(reportKeys).count == reportKeys.count)
         #expect(MetricCatalog.families == [
-            "latency", "connections", "messages", "delivery", "ack_timeouts", "downgrades", "rates", "requests", "generator",
+            "latency", "connections", "messages", "delivery", "ack_timeouts", "downgrades", "rates", "requests", "offline",
+            "generator",
         ])
         #expect(MetricCatalog.all.filter { $0.threshold && $0.path.hasPrefix("latency.") }.count == 14 * 8)
         #expect(MetricCatalog.unit(of: "latency.request_response.p999") == .time)
