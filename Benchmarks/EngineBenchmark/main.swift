@@ -11,7 +11,7 @@ import MQTTCodec
 import MQTTSession
 
 // Engine benchmark: starts its own mosquitto and prints one JSON line per workload.
-// Usage: EngineBenchmark [idle|qos0|qos1|qos2|fleet|transports|all] [scale]
+// Usage: EngineBenchmark [idle|qos0|qos1|qos2|fleet|commands|transports|all] [scale]
 //   scale (default 1.0) multiplies client and message counts; every load is bounded in count and time.
 // Every workload runs against mosquitto as shipped ("broker": "stock") and tuned ("broker": "tuned":
 // set_tcp_nodelay, unlimited queue, 64 in flight); ENGINE_BENCH_BROKERS="stock" or "tuned" runs one of them, and
@@ -137,6 +137,9 @@ let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCI
 let benchTick = ProcessInfo.processInfo.environment["ENGINE_BENCH_TICK_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_BATCHED_SENDS=0: one send(2) per connection instead of one io_uring submission per turn.
 let benchBatchedSends = ProcessInfo.processInfo.environment["ENGINE_BENCH_BATCHED_SENDS"].map { $0 != "0" }
+/// ENGINE_BENCH_RECEIVE_BATCH_US=N: `EngineConfiguration.receiveBatchWait` in µs (ring receives; FLEETBENCH_RECEIVE_PATH
+/// =io_uring or epoll picks the receive path).
+let benchReceiveBatch = ProcessInfo.processInfo.environment["ENGINE_BENCH_RECEIVE_BATCH_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_SOURCES=N: bind clients to 127.0.0.1 ... 127.0.0.N (default: the engine's choice).
 let benchSources = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_SOURCES"] ?? "")
 
@@ -146,6 +149,7 @@ func applyKnobs(_ configuration: inout EngineConfiguration) {
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
     if let benchTick { configuration.tickNanoseconds = benchTick }
     if let benchBatchedSends { configuration.batchedSends = benchBatchedSends }
+    if let benchReceiveBatch { configuration.receiveBatchWait = benchReceiveBatch }
     if let benchSources {
         configuration.sourceAddresses = (0..<benchSources).map { try! SocketAddress(ipAddress: "127.0.0.\($0 + 1)", port: 0) }
     }
@@ -490,6 +494,7 @@ for (pass, name) in brokerNames.enumerated() {
     if all || selected == "qos1" { qosWindows(.atLeastOnce, messages: scaled(Int(200_000 * messageScale))) }
     if all || selected == "qos2" { qosWindows(.exactlyOnce, messages: scaled(Int(200_000 * messageScale))) }
     if (all || selected == "fleet") && !rabbit { fleet(clients: scaled(15_000), seconds: 20) }
+    if (all || selected == "commands") && !rabbit { commands(vehicles: scaled(15_000), seconds: 20) }
     if (all || selected == "transports") && !rabbit { transports(messages: scaled(20_000), idleClients: scaled(2_000)) }
 }
 broker.stop()

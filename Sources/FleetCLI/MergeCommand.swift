@@ -226,6 +226,7 @@ struct MergeCommand: FleetCommand {
                 generator.sourceAddresses.append(address)
             }
             if other.generator.sendPath != generator.sendPath { generator.sendPath = "io_uring+send" }
+            if other.generator.receivePath != generator.receivePath { generator.receivePath = "io_uring+epoll" }
         }
         generator.saturated = !generator.saturationReasons.isEmpty
         report.generator = generator

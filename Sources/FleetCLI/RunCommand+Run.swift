@@ -301,6 +301,7 @@ extension RunCommand {
                 lanes: lanes, endpoints: runBrokers, embeddedBroker: environment.embedded != nil)
             if let receiveCoalescing { configuration.receiveCoalescing = receiveCoalescing }
             configuration.batchedSends = batchedSends
+            if let ringReceives { configuration.ringReceives = ringReceives }
             // Each second goes to latency.hlog and timeline.csv as it completes (`RunStreamWriter`): the engine
             // keeps neither, so memory stays flat however long the run.
             configuration.keepsIntervalLatencies = false
@@ -489,6 +490,7 @@ extension RunCommand {
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
+            receivePath: result.receivePath.rawValue, receiveRingUnavailable: result.receiveRingUnavailable,
             sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),
             closedModelStreams: scenario.fleets.flatMap { fleet in
                 fleet.publishes.filter(\.schedule.isClosedModel).map(\.name)

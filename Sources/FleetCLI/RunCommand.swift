@@ -54,6 +54,9 @@ struct RunCommand: FleetCommand {
                                   up to D late (default 1ms; 0 reads every message as it arrives)
           --io-uring auto|off     write each lane turn's packets in one io_uring submission when the
                                   kernel allows it (auto, the default), or one send(2) per connection
+          --receive-path P        epoll (the default: epoll_wait, then recv(2) per ready socket) or
+                                  io_uring (multishot receives into provided buffers, one io_uring_enter
+                                  per lane turn; plain TCP only, epoll where the kernel refuses it)
           --metrics-listen ADDR   serve live Prometheus metrics at http://ADDR/metrics during the run:
                                   a port alone (9464) listens on 127.0.0.1; another address (0.0.0.0:9464)
                                   is reachable from other machines, and the run warns that it is
@@ -97,6 +100,8 @@ struct RunCommand: FleetCommand {
     var receiveCoalescing: UInt64?
     /// --io-uring off: `EngineConfiguration.batchedSends` false.
     var batchedSends = true
+    /// --receive-path: `EngineConfiguration.ringReceives`; nil: the engine's default (FLEETBENCH_RECEIVE_PATH).
+    var ringReceives: Bool?
     /// --run-id: the run id of every header; nil: the engine draws one.
     var runID: UInt64?
     var scale: Double?
@@ -169,6 +174,8 @@ struct RunCommand: FleetCommand {
                 } as UInt64
             case "--io-uring":
                 command.batchedSends = try scanner.value("auto or off") { ["auto": true, "off": false][$0] }
+            case "--receive-path":
+                command.ringReceives = try scanner.value("io_uring or epoll") { ["io_uring": true, "epoll": false][$0] } as Bool
             case "--scale":
                 command.scale = try scanner.value("a number above 0 (at most 1000)") { text in
                     Double(text).flatMap { $0 > 0 && $0 <= 1000 ? $0 : nil }

@@ -508,6 +508,8 @@ public final class Engine: @unchecked Sendable {
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
         result.sendPath = SendPath.combined(paths)
         result.sendRingUnavailable = lanes.lazy.compactMap(\.sendRingError).first?.description
+        result.receivePath = ReceivePath.combined(lanes.map { lane in lane.queue.sync { lane.receivePath } })
+        result.receiveRingUnavailable = lanes.lazy.compactMap(\.receiveRingError).first?.description
         for metrics in laneMetrics {
             result.coalescingPauses += metrics.coalescingPauses
             result.lowWatermarkFallbacks += metrics.lowWatermarkFallbacks
@@ -950,6 +952,9 @@ public struct EngineResult: Sendable {
     /// Why io_uring was not used although `EngineConfiguration.batchedSends` asked for it, e.g.
     /// "io_uring_setup failed: Operation not permitted (errno 1)" (a container's seccomp profile).
     public var sendRingUnavailable: String?
+    /// How the lanes read (`EngineConfiguration.ringReceives`), and why the receive ring could not be used if asked for.
+    public var receivePath = ReceivePath.epoll
+    public var receiveRingUnavailable: String?
     /// Per fleet, by name: the same measurements restricted to that fleet's clients (delivery: what the fleet's
     /// subscribers received).
     public var fleets: [String: EngineFleetResult] = [:]

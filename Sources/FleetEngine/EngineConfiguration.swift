@@ -252,6 +252,17 @@ public struct EngineConfiguration: Sendable {
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
     public var batchedSends = true
+    /// Each lane reads its plain TCP connections with multishot io_uring receives into a ring of provided buffers,
+    /// its thread waiting in io_uring_enter instead of epoll_wait (`.thread` driver only; TLS and WebSocket
+    /// connections are still read with recv(2) after epoll). Falls back to epoll when the kernel has no io_uring,
+    /// forbids it or is older than 6.0. `EngineResult.receivePath` tells which. The default comes from
+    /// FLEETBENCH_RECEIVE_PATH (io_uring or epoll), else epoll.
+    public var ringReceives = ReceivePath.environmentDefault ?? false
+    /// With ring receives: after a turn that received, the lane's next wait, once a completion is ready, waits up
+    /// to this long in all (ns) for more, so receives arriving close together share a turn (the kernel's
+    /// min_wait_usec, Linux 6.12 and later; 0: every completion wakes the lane at once). The price: a receive time,
+    /// and a timer due meanwhile, may be up to this late. Turns that received nothing wait as before.
+    public var receiveBatchWait: UInt64 = 250_000
     /// The run's id, written into every end-to-end header: subscribers count only messages that carry it, so
     /// another run on the same broker (or a message it retained) is never taken for this run's. 0: the engine
     /// draws a random one (`Engine.runID` tells which). Every process of one run must use the same id.

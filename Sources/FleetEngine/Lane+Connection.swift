@@ -47,6 +47,8 @@ extension Lane {
             return
         }
         metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
+        if receiveRing != nil { armRingReceive(client) }
+        guard clients[client].socket != nil else { return }
         if let endpoint = clients[client].endpoint {
             startLayers(client, endpoint)
         } else {
@@ -157,6 +159,7 @@ extension Lane {
             if !abortive { closeLayers(client, transport, socket: socket) }
             clients[client].transport = nil
         }
+        cancelRingReceive(client, socket)
         try? epoll.remove(socket.fileDescriptor)
         if abortive { try? socket.closeAbortively() } else { try? socket.close() }
         clients[client].socket = nil
@@ -186,6 +189,8 @@ extension Lane {
             return
         }
         if flags.contains(.writable) { flush(client) }
+        // The ring reads this socket, and reports its end of stream or error itself.
+        if readsThroughRing(client) { return }
         if !flags.isDisjoint(with: [.readable, .error, .hangup]) { readAvailable(client) }
     }
 
@@ -226,7 +231,7 @@ extension Lane {
 
     /// After a turn's reads of a client: acknowledge what was read if nothing answers it, and set the mark for
     /// the next wakeup (a client with bytes to write sets it after its flush).
-    private func afterRead(_ client: Int) {
+    func afterRead(_ client: Int) {
         clients[client].lowWatermarkProbe = -1
         acknowledgeIfSilent(client)
         if !clients[client].isDirty { adjustLowWatermark(client) }
@@ -299,7 +304,9 @@ extension Lane {
             // Below the mark: the read must not wait for it (the read sets the next mark).
             try? socket.setReceiveLowWatermark(1)
             clients[client].receiveLowWatermark = 1
-            readAvailable(client)
+            // Lowering the mark wakes a receive ring's pending receive (tcp_set_rcvlowat signals the data), so
+            // only the epoll path reads here.
+            if !readsThroughRing(client) { readAvailable(client) }
             return
         }
         clients[client].lowWatermarkProbe = queued
@@ -441,7 +448,7 @@ extension Lane {
             let wantsWritable = result == .pending
             if wantsWritable != clients[client].wantsWritable {
                 clients[client].wantsWritable = wantsWritable
-                try epoll.modify(socket.fileDescriptor, events: wantsWritable ? [.readable, .writable] : .readable,
+                try epoll.modify(socket.fileDescriptor, events: readInterest(client, writable: wantsWritable),
                                  token: UInt64(client))
                 // Drained after backpressure: resume publishing at the next turn (not now: this may run inside
                 // the end-of-turn flush loop, which must not gain new dirty clients).

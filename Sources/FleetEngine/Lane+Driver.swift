@@ -68,6 +68,10 @@ extension Lane {
 
     private func driveUntilShutdown() {
         guard let driver = threadDriver else { return }
+        if let receiveRing {
+            driveWithReceiveRing(driver, receiveRing)
+            return
+        }
         // The wait's events go to the turn (level-triggered: a turn that cannot use them fetches its own).
         let ready = EpollReadyList(capacity: epoll.capacity)
         let coalescing = configuration.receiveCoalescing

@@ -60,6 +60,11 @@ final class Lane: @unchecked Sendable {
     let sendRing: SendRing?
     /// Why `sendRing` is nil although batched sends were asked for (no io_uring in this kernel, or forbidden).
     let sendRingError: SystemError?
+    /// Multishot receives for the lane's plain TCP sockets (`EngineConfiguration.ringReceives`); nil: epoll and
+    /// recv(2). See `LaneReceiveRing`.
+    let receiveRing: LaneReceiveRing?
+    /// Why `receiveRing` is nil although ring receives were asked for (no io_uring, forbidden, or too old a kernel).
+    let receiveRingError: SystemError?
     /// How this lane's writes went out (a ring that failed mid-run fell back to send(2)).
     var sendPath: SendPath {
         guard let sendRing else { return .send }
@@ -143,6 +148,7 @@ final class Lane: @unchecked Sendable {
             self.sendRing = nil
             self.sendRingError = nil
         }
+        (self.receiveRing, self.receiveRingError) = Self.makeReceiveRing(configuration, clients: clients.count)
         self.readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         self.tlsScratch = .allocate(byteCount: 16 * 1024, alignment: 16)
         var wall = timespec()
@@ -195,17 +201,20 @@ final class Lane: @unchecked Sendable {
 
     /// `prefetched`: the events the driver thread's blocking wait returned, handled first, so a turn woken by
     /// the driver costs one epoll_wait, not two. Only a full list means more may be waiting.
-    func turn(prefetched: EpollReadyList? = nil) {
+    func turn(prefetched: EpollReadyList? = nil, ringDriven: Bool = false) {
         let previous = turnStartedAt
         now = MonotonicClock.now()
         turnStartedAt = now
         sinceLastTurn = now &- previous
         messagesThisTurn = 0
         threadDriver?.turns.add(1, ordering: .relaxed)
-        if let prefetched {
+        if ringDriven {
+            ringTurnReads()
+        } else if let prefetched {
             handle(prefetched.count, token: prefetched.token(at:), flags: prefetched.events(at:))
             if prefetched.count == prefetched.capacity { drainEvents() }
         } else {
+            if receiveRing != nil { handleRingCompletions() }
             drainEvents()
         }
         fireTimers()
@@ -213,18 +222,25 @@ final class Lane: @unchecked Sendable {
         if now >= nextChurnAt { runDueChurns() }
         flushDirty()
         armTimer()
+        if receiveRing != nil { submitRingRequests() }
         checkReady()
     }
 
-    private func drainEvents() {
+    private func drainEvents() { _ = drainEventsCounting() }
+
+    /// Returns how many events were handled.
+    func drainEventsCounting() -> Int {
+        var total = 0
         // Bounded: a lane that is flooded still gets to its timers every turn.
         for _ in 0..<8 {
             let count: Int
-            do { count = try epoll.wait(timeoutMilliseconds: 0) } catch { return }
-            if count == 0 { return }
+            do { count = try epoll.wait(timeoutMilliseconds: 0) } catch { return total }
+            if count == 0 { return total }
+            total += count
             handle(count, token: epoll.token(at:), flags: epoll.events(at:))
-            if count < epoll.capacity { return }
+            if count < epoll.capacity { return total }
         }
+        return total
     }
 
     @inline(__always)

@@ -370,6 +370,18 @@ public enum ReportHTML {
         return html + "</tbody>\n</table>\n"
     }
 
+    /// The generator's read path in words.
+    static func receivePathText(_ health: GeneratorHealth) -> String {
+        let unavailable = health.receiveRingUnavailable.map { " (io_uring unavailable: \($0))" } ?? ""
+        switch health.receivePath {
+        case "io_uring": return "io_uring multishot receives, one wait per lane turn"
+        case "epoll+recv": return "epoll, then recv(2) per ready socket" + unavailable
+        case "io_uring+epoll": return "io_uring multishot receives on some lanes, epoll on others" + unavailable
+        case "": return "–"
+        default: return health.receivePath
+        }
+    }
+
     /// The generator's write path in words (CPU per message differs by about a third between the two).
     static func sendPathText(_ health: GeneratorHealth) -> String {
         let unavailable = health.ioUringUnavailable.map { " (io_uring unavailable: \($0))" } ?? ""
@@ -408,6 +420,7 @@ public enum ReportHTML {
                 : "\(health.receiveCoalescingMicroseconds) µs at 64,000 msg/s or more per lane; paused "
                     + MetricFormat.grouped(health.receiveCoalescingPauses) + " times"),
             ("writes", Self.sendPathText(health)),
+            ("reads", Self.receivePathText(health)),
             ("source addresses", health.sourceAddresses.isEmpty
                 ? "chosen by the kernel" : health.sourceAddresses.joined(separator: ", ")),
             ("end-of-run drain", MetricFormat.decimal(health.drainSeconds, places: 2) + " s of at most "

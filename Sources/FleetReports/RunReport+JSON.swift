@@ -80,6 +80,8 @@ extension RunReport {
             JSONMember("receive_coalescing_pauses", .count(generator.receiveCoalescingPauses)),
             JSONMember("send_path", .string(generator.sendPath)),
             JSONMember("io_uring_unavailable", generator.ioUringUnavailable.map { .string($0) } ?? .null),
+            JSONMember("receive_path", .string(generator.receivePath)),
+            JSONMember("receive_ring_unavailable", generator.receiveRingUnavailable.map { .string($0) } ?? .null),
             JSONMember("source_addresses", .array(generator.sourceAddresses.map { .string($0) })),
             JSONMember("dropped_slots", .count(generator.droppedSlots)),
             JSONMember("unsent_at_end", .count(generator.unsentAtEnd)),

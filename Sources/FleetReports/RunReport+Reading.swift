@@ -114,6 +114,8 @@ extension RunReport {
                 receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0),
                 sendPath: try generator.optionalString("send_path") ?? "",
                 ioUringUnavailable: try generator.optionalString("io_uring_unavailable"),
+                receivePath: try generator.optionalString("receive_path") ?? "",
+                receiveRingUnavailable: try generator.optionalString("receive_ring_unavailable"),
                 sourceAddresses: try generator.optionalArray("source_addresses")?.map { element throws(ReportError) in
                     try element.stringValue()
                 } ?? [],

@@ -393,6 +393,11 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var sendPath: String = ""
     /// Why io_uring was not used although it was asked for (the kernel's error), nil otherwise.
     public var ioUringUnavailable: String?
+    /// How reads reached the lanes: "epoll+recv", "io_uring" (multishot receives) or "io_uring+epoll"; empty in
+    /// reports written before it was recorded.
+    public var receivePath: String = ""
+    /// Why the receive ring was not used although it was asked for (the kernel's error), nil otherwise.
+    public var receiveRingUnavailable: String?
     /// Local addresses clients were bound to, round-robin (named in the scenario, or 127.0.0.1, 127.0.0.2, ...
     /// chosen for a local broker); empty when the kernel chose.
     public var sourceAddresses: [String] = []
@@ -418,9 +423,12 @@ public struct GeneratorHealth: Equatable, Sendable {
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
         unsentAtEnd: UInt64 = 0, drainSeconds: Double = 0, drainLimitSeconds: Double = 0,
         receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0,
-        sendPath: String = "", ioUringUnavailable: String? = nil, sourceAddresses: [String] = [],
+        sendPath: String = "", ioUringUnavailable: String? = nil, receivePath: String = "",
+        receiveRingUnavailable: String? = nil, sourceAddresses: [String] = [],
         closedModelStreams: [String] = []
     ) {
+        self.receivePath = receivePath
+        self.receiveRingUnavailable = receiveRingUnavailable
         self.closedModelStreams = closedModelStreams
         self.sourceAddresses = sourceAddresses
         self.sendPath = sendPath

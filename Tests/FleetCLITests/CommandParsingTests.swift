@@ -35,6 +35,9 @@ struct CommandParsingTests {
         let run = try #require(try RunCommand.parse(["s.json", "--set=payload.text=a=b", "--latency-floor", "0"]))
         #expect(run.overrides == ["payload.text=a=b"])
         #expect(run.latencyFloorMilliseconds == 0)
+        #expect(try #require(try RunCommand.parse(["s.json", "--receive-path", "io_uring"])).ringReceives == true)
+        #expect(try #require(try RunCommand.parse(["s.json", "--receive-path=epoll"])).ringReceives == false)
+        #expect(try #require(try RunCommand.parse(["s.json"])).ringReceives == nil)
         let compare = try #require(try CompareCommand.parse(["a", "b", "--tolerance=5%", "--format", "json"]))
         #expect(compare.tolerance == 5 && compare.format == .json)
     }
@@ -45,6 +48,7 @@ struct CommandParsingTests {
         (["s.json", "--set"], "--set needs a value"),
         (["s.json", "--quiet=yes"], "--quiet takes no value, got '--quiet=yes'"),
         (["s.json", "--io-uring=on"], "--io-uring needs auto or off, got 'on'"),
+        (["s.json", "--receive-path", "uring"], "--receive-path needs io_uring or epoll, got 'uring'"),
         (["s.json", "--duration", "0s"], "--duration needs a duration such as 30s or 5m, got '0s'"),
         (["s.json", "--segment=4/4"], "--segment needs K/N with N from 1 to 100000 and K from 0 to N-1, e.g. 0/4, got '4/4'"),
         (["s.json", "--run-id", "0"], "--run-id needs 1 to 16 hex digits, not all zero, got '0'"),

@@ -96,6 +96,10 @@ struct RunReportAfterRealRunTests {
             #expect(generator["send_path"] as? String == "send")
             #expect((generator["io_uring_unavailable"] as? String)?.hasPrefix("io_uring_setup failed: ") == true)
         }
+        // epoll unless FLEETBENCH_RECEIVE_PATH=io_uring asked for the receive ring (and the kernel gave it).
+        let readPath = generator["receive_path"] as? String
+        #expect(readPath == "epoll+recv" || readPath == "io_uring")
+        if readPath == "io_uring" { #expect(generator["receive_ring_unavailable"] is NSNull) }
         #expect(generator["saturated"] as? Bool == false, "\(generator["saturation_reasons"] ?? "")")
 
         // The timeline's per-second counts add up to the totals.

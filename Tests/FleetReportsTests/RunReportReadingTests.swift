@@ -36,6 +36,27 @@ struct RunReportReadingTests {
         #expect(reread.generator.sourceAddresses == ["127.0.0.1", "127.0.0.2"])
     }
 
+    @Test("the read path and why the receive ring was unavailable survive the trip; older reports read as unknown")
+    func receivePath() throws {
+        var sample = SampleReports.make()
+        sample.generator.receivePath = "epoll+recv"
+        sample.generator.receiveRingUnavailable = "io_uring_setup failed: Function not implemented (errno 38)"
+        let text = try sample.jsonText()
+        let reread = try RunReport.parse(text: text)
+        #expect(reread.generator.receivePath == "epoll+recv")
+        #expect(reread.generator.receiveRingUnavailable == "io_uring_setup failed: Function not implemented (errno 38)")
+        #expect(try reread.jsonText() == text)
+        var top = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        var generator = try #require(top["generator"] as? [String: Any])
+        for key in ["receive_path", "receive_ring_unavailable"] {
+            #expect(generator.removeValue(forKey: key) != nil, "\(key)")
+        }
+        top["generator"] = generator
+        let fromOlder = try RunReport.parse(text: String(decoding: try JSONSerialization.data(withJSONObject: top), as: UTF8.self))
+        #expect(fromOlder.generator.receivePath == "")
+        #expect(fromOlder.generator.receiveRingUnavailable == nil)
+    }
+
     @Test("histograms come back exactly from their hdr payloads, both origins")
     func histogramsRestored() throws {
         let reread = try RunReport.parse(text: try SampleReports.make().jsonText())

@@ -58,4 +58,7 @@ int fb_ring_next_unsubmitted(fb_ring *ring, uint32_t *kind, uint64_t *token);
 // Tests only: closes the ring's descriptor, so the next submission fails as a refusal by the kernel would (EBADF).
 void fb_ring_close_descriptor(fb_ring *ring);
 
+// The receive side (multishot receives into provided buffers): its own ring, see CReceiveRing.h.
+#include "CReceiveRing.h"
+
 #endif

@@ -1,0 +1,239 @@
+import FleetTransport
+import Glibc
+
+/// How a run's reads went (`EngineResult.receivePath`, `generator.receive_path`).
+public enum ReceivePath: String, Sendable, Equatable {
+    /// Plain TCP connections read by multishot io_uring receives (TLS and WebSocket ones still by recv(2)).
+    case ioUring = "io_uring"
+    /// epoll_wait, then one recv(2) per ready socket.
+    case epoll = "epoll+recv"
+    /// Some lanes (or part of the run) each way.
+    case mixed = "io_uring+epoll"
+
+    static func combined(_ paths: [ReceivePath]) -> ReceivePath {
+        if !paths.isEmpty && paths.allSatisfy({ $0 == .ioUring }) { return .ioUring }
+        if paths.allSatisfy({ $0 == .epoll }) { return .epoll }
+        return .mixed
+    }
+
+    /// FLEETBENCH_RECEIVE_PATH=io_uring or epoll: the default of `EngineConfiguration.ringReceives`, so a whole test
+    /// suite or a run can be taken either way without changing its configuration.
+    static var environmentDefault: Bool? {
+        guard let value = getenv("FLEETBENCH_RECEIVE_PATH") else { return nil }
+        switch String(cString: value) {
+        case "io_uring": return true
+        case "epoll", "epoll+recv": return false
+        default: return nil
+        }
+    }
+}
+
+/// A lane's receive ring and what it knows per client. Touched only on the lane's queue, except `ring.block()`
+/// (the driver thread's wait, which only looks at the completion queue).
+final class LaneReceiveRing {
+    let ring: ReceiveRing
+    /// Per lane client: bumped whenever its receive is armed anew or cancelled, and carried in the request's token,
+    /// so completions of a closed connection (already in the queue) are told from those of the slot's next one.
+    var generation: [UInt32]
+    /// Per lane client: its socket is read by a multishot receive (armed, or ended and waiting in `rearm`).
+    var armed: [Bool]
+    /// Clients whose receive ended without the connection ending (no free buffer, cancelled by a thread's exit):
+    /// armed again once the turn's buffers are back.
+    var rearm: [Int32] = []
+    /// A poll completion for the epoll descriptor came this turn, or the last look at epoll found events (level-
+    /// triggered ones stay ready without a new wakeup of the poll).
+    var epollPending = true
+    var pollArmed = false
+    /// Completions handled (for the driver: a turn that found none and no epoll work went back to waiting).
+    var receivedThisTurn = 0
+    /// Receive completions with bytes in the last drain.
+    var receivesLastTurn = 0
+    /// Receive completions that carried bytes, and those bytes (tests compare them with what the clients read).
+    var receiveCompletions = 0
+    var receivedBytes: UInt64 = 0
+
+    init(ring: ReceiveRing, clients: Int) {
+        self.ring = ring
+        generation = Array(repeating: 0, count: clients)
+        armed = Array(repeating: false, count: clients)
+    }
+
+    static let pollToken: UInt64 = 1 << 55
+    static let generationBits: UInt64 = 23
+
+    @inline(__always)
+    func token(_ client: Int) -> UInt64 {
+        UInt64(client) | (UInt64(generation[client]) & ((1 << Self.generationBits) - 1)) << 32
+    }
+}
+
+extension Lane {
+    /// Opens the lane's receive ring when asked for (`EngineConfiguration.ringReceives`, thread driver only).
+    static func makeReceiveRing(_ configuration: EngineConfiguration, clients: Int)
+        -> (LaneReceiveRing?, SystemError?)
+    {
+        guard configuration.ringReceives, configuration.laneDriver == .thread else { return (nil, nil) }
+        do {
+            // 256 buffers of 4 KiB (1 MiB a lane): a turn's completions rarely hold more; a receive that finds
+            // none free ends with ENOBUFS and is armed again at the end of the turn, its bytes still queued.
+            let ring = try ReceiveRing(entries: 1024, buffers: 256, bufferSize: 4096)
+            return (LaneReceiveRing(ring: ring, clients: clients), nil)
+        } catch {
+            return (nil, error)
+        }
+    }
+
+    var receivePath: ReceivePath { receiveRing == nil ? .epoll : .ioUring }
+
+    /// Whether `client`'s socket is read by the ring (then epoll watches it for writability only).
+    @inline(__always)
+    func readsThroughRing(_ client: Int) -> Bool {
+        receiveRing?.armed[client] ?? false
+    }
+
+    /// The epoll interest of a connected socket: readability unless the ring reads it.
+    @inline(__always)
+    func readInterest(_ client: Int, writable: Bool) -> EpollEvents {
+        let read: EpollEvents = readsThroughRing(client) ? [] : .readable
+        return writable ? read.union(.writable) : read
+    }
+
+    /// TCP is up on a plain connection: its bytes come through the ring from now on.
+    func armRingReceive(_ client: Int) {
+        guard let receiving = receiveRing, let socket = clients[client].socket, clients[client].endpoint == nil,
+              !receiving.armed[client] else { return }
+        receiving.generation[client] &+= 1
+        guard receiving.ring.armReceive(socket.fileDescriptor, token: receiving.token(client)) else { return }
+        receiving.armed[client] = true
+        do {
+            try epoll.modify(socket.fileDescriptor, events: readInterest(client, writable: clients[client].wantsWritable),
+                             token: UInt64(client))
+        } catch {
+            connectionLost(client, reason: .socketError(errno: error.errno))
+        }
+    }
+
+    /// Before the socket closes: the kernel holds a socket with a receive in flight open, so cancel it first.
+    func cancelRingReceive(_ client: Int, _ socket: TCPSocket) {
+        guard let receiving = receiveRing, receiving.armed[client] else { return }
+        receiving.armed[client] = false
+        receiving.generation[client] &+= 1
+        receiving.ring.cancel(socket.fileDescriptor)
+    }
+
+    /// The ring's completions: bytes to the clients' sessions (partial packets kept per client, as after recv),
+    /// ends of stream and errors to `connectionLost`, the epoll poll noted. Returns how many were handled.
+    @discardableResult
+    func handleRingCompletions() -> Int {
+        guard let receiving = receiveRing else { return 0 }
+        if !receiving.pollArmed {
+            receiving.pollArmed = receiving.ring.armPoll(epoll.fileDescriptor, token: LaneReceiveRing.pollToken)
+            receiving.epollPending = true
+        }
+        let completionsBefore = receiving.receiveCompletions
+        let handled = receiving.ring.drain { completion in
+            switch completion.kind {
+            case .poll:
+                receiving.epollPending = true
+                if !completion.more { receiving.pollArmed = false }
+            case .cancel:
+                break
+            case .receive:
+                ringReceived(completion, receiving)
+            }
+        }
+        receiving.receivedThisTurn = handled
+        receiving.receivesLastTurn = receiving.receiveCompletions - completionsBefore
+        if !receiving.rearm.isEmpty {
+            for client in receiving.rearm {
+                let client = Int(client)
+                guard receiving.armed[client], let socket = clients[client].socket else { continue }
+                if !receiving.ring.armReceive(socket.fileDescriptor, token: receiving.token(client)) {
+                    connectionLost(client, reason: .socketError(errno: EBUSY))
+                }
+            }
+            receiving.rearm.removeAll(keepingCapacity: true)
+        }
+        if !receiving.pollArmed {
+            receiving.pollArmed = receiving.ring.armPoll(epoll.fileDescriptor, token: LaneReceiveRing.pollToken)
+            receiving.epollPending = true
+        }
+        return handled
+    }
+
+    @inline(__always)
+    private func ringReceived(_ completion: ReceiveRing.Completion, _ receiving: LaneReceiveRing) {
+        let client = Int(truncatingIfNeeded: completion.token & 0xFFFF_FFFF)
+        guard client < clients.count, receiving.armed[client], completion.token == receiving.token(client),
+              clients[client].socket != nil else { return }  // a closed connection's, or its slot's previous one
+        if completion.result > 0 {
+            // Receive time per completion, as per read on the epoll path.
+            now = MonotonicClock.now()
+            metrics.fleets[clients[client].fleet].counters.bytesIn += UInt64(completion.result)
+            receiving.receiveCompletions &+= 1
+            receiving.receivedBytes &+= UInt64(completion.result)
+            guard receive(client, bytes: completion.bytes), clients[client].socket != nil else { return }
+            afterRead(client)
+            if completion.more { return }
+            receiving.rearm.append(Int32(client))
+            return
+        }
+        if completion.more { return }
+        if completion.result == 0 {
+            connectionLost(client, reason: .closedByPeer)
+            return
+        }
+        let code = -completion.result
+        if code == ENOBUFS || code == ECANCELED || code == EINTR {
+            receiving.rearm.append(Int32(client))
+        } else {
+            connectionLost(client, reason: .socketError(errno: code))
+        }
+    }
+
+    /// The driver's loop with a receive ring: wait in io_uring_enter (which also copies the sockets' bytes), run a
+    /// turn, again. epoll is looked at only when the ring's poll of it fired or the last look found events.
+    func driveWithReceiveRing(_ driver: LaneThread, _ receiving: LaneReceiveRing) {
+        let coalescing = configuration.receiveCoalescing
+        let batchWait = Int(configuration.receiveBatchWait / 1000)
+        var pauseUntil: UInt64 = 0
+        var busy = true  // the first turn arms the poll and looks at epoll
+        while !driver.shutdown.load(ordering: .acquiring) {
+            if pauseUntil != 0 {
+                var until = timespec(tv_sec: Int(pauseUntil / 1_000_000_000), tv_nsec: Int(pauseUntil % 1_000_000_000))
+                while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+                pauseUntil = 0
+            }
+            if !busy {
+                // While bytes are coming in, the wait gathers the receives of `receiveBatchWait` into one turn.
+                let error = receiving.receivesLastTurn > 0 && batchWait > 0
+                    ? receiving.ring.block(batch: 64, minimumWait: batchWait) : receiving.ring.block()
+                if let error, error.errno != EINTR { break }
+            }
+            if driver.shutdown.load(ordering: .acquiring) { break }
+            let outcome: (busy: Bool, pauseFrom: UInt64?) = queue.sync {
+                self.turn(ringDriven: true)
+                let again = receiving.epollPending || receiving.ring.readyCount > 0
+                guard coalescing > 0, self.isReceivingHeavily() else { return (again, nil) }
+                self.metrics.coalescingPauses &+= 1
+                return (again, self.turnStartedAt)
+            }
+            busy = outcome.busy
+            if let start = outcome.pauseFrom { pauseUntil = start &+ coalescing }
+        }
+    }
+
+    /// A ring-driven turn's reads: the ring's completions, then epoll if its poll fired (or it had events last time).
+    func ringTurnReads() {
+        guard let receiving = receiveRing else { return }
+        handleRingCompletions()
+        if receiving.epollPending {
+            receiving.epollPending = drainEventsCounting() > 0
+        }
+    }
+
+    /// End of a turn: hand the kernel what the turn prepared (new receives, a re-armed poll).
+    func submitRingRequests() {
+        receiveRing?.ring.wait(block: false)
+    }
+}
