@@ -184,7 +184,7 @@ struct MergeCommand: FleetCommand {
         report.downgrades = DowngradeSummary()
         report.latency = LatencyRecorder()
         report.requests = RequestSummary()
-        report.offline = OfflineSummary()
+        report.offline = OfflineCounts()
         var generator = parts[0].report.generator
         generator.cpuSeconds = 0
         generator.peakRSSBytes = 0
@@ -294,7 +294,7 @@ struct MergeCommand: FleetCommand {
             fleet.ackTimeouts = AckTimeoutCounts()
             fleet.latency = LatencyRecorder()
             fleet.requests = RequestSummary()
-            fleet.offline = OfflineSummary()
+            fleet.offline = OfflineCounts()
             var foreign: UInt64 = 0
             var retained: UInt64 = 0
             for part in parts {

@@ -1,6 +1,7 @@
 import FleetBroker
 import FleetEngine
 import FleetJSON
+import FleetMetrics
 import FleetReports
 import FleetScenario
 import FleetTransport
@@ -473,13 +474,13 @@ extension RunCommand {
                 fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
                 fleetReport.droppedSlots = fleetResult.droppedSlots
                 fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
-                fleetReport.offline = Self.offline(fleetResult.offline)
+                fleetReport.offline = fleetResult.offline
                 return fleetReport
             }
         }
         report.network = Self.networkReports(scenario: scenario, result: result)
         report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
-        report.offline = result.fleets.values.reduce(into: OfflineSummary()) { $0.add(Self.offline($1.offline)) }
+        report.offline = result.fleets.values.reduce(into: OfflineCounts()) { $0.add($1.offline) }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - engineRun.cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
             lanes: engine.laneCount, droppedSlots: result.droppedSlots,

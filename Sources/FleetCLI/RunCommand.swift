@@ -393,10 +393,6 @@ struct RunCommand: FleetCommand {
         RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
     }
 
-    static func offline(_ counts: OfflineCounts) -> OfflineSummary {
-        OfflineSummary(buffered: counts.buffered, flushed: counts.flushed, overflowed: counts.overflowed)
-    }
-
     static func runBrokers(
         embedded: MosquittoBroker?, certificates: ThrowawayCertificates?, scenario: Scenario
     ) throws -> [RunBroker] {
@@ -483,7 +479,15 @@ struct RunCommand: FleetCommand {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
+    /// This process's peak resident memory: VmHWM of /proc/self/status. Not getrusage's ru_maxrss, which Linux
+    /// carries over an execve from the program that started us: a fleetbench spawned by a 1.4 GiB test runner (or
+    /// by any large parent) reported that parent's peak as its own.
     static func peakRSSBytes() -> UInt64 {
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kib = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ UInt64($0) }) {
+            return kib * 1024
+        }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return UInt64(usage.ru_maxrss) * 1024

@@ -280,7 +280,7 @@ extension RequestSummary {
     }
 }
 
-extension OfflineSummary {
+extension OfflineCounts {
     var jsonValue: JSONValue {
         .object([
             JSONMember("buffered", .count(buffered)),

@@ -133,7 +133,7 @@ extension RunReport {
                 fleetbenchVersion: try environment.string("fleetbench_version")))
         downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
         requests = try RequestSummary(try top.optionalObject("requests"))
-        offline = try OfflineSummary(try top.optionalObject("offline"))
+        offline = try OfflineCounts(try top.optionalObject("offline"))
         network = try Self.readNetwork(top)
         if let object = try top.optionalObject("segments") {
             var index: Int?
@@ -156,7 +156,7 @@ extension RequestSummary {
     }
 }
 
-extension OfflineSummary {
+extension OfflineCounts {
     /// Absent from reports written before offline buffering existed: all zero.
     init(_ object: JSONField?) throws(ReportError) {
         self.init()
@@ -291,7 +291,7 @@ extension FleetReport {
         // Absent from reports written before fleets had their own.
         downgrades = try DowngradeSummary(try object.optionalObject("downgrades"))
         requests = try RequestSummary(try object.optionalObject("requests"))
-        offline = try OfflineSummary(try object.optionalObject("offline"))
+        offline = try OfflineCounts(try object.optionalObject("offline"))
         if let generator = try object.optionalObject("generator") {
             droppedSlots = UInt64(try generator.optionalNumber("dropped_slots") ?? 0)
             unsentAtEnd = UInt64(try generator.optionalNumber("unsent_at_end") ?? 0)

@@ -30,7 +30,7 @@ public struct RunReport: Sendable {
     /// Request/response round trips of the requesting fleets (report.json `requests`).
     public var requests = RequestSummary()
     /// Offline store-and-forward of the publish streams that buffer while offline (report.json `offline`).
-    public var offline = OfflineSummary()
+    public var offline = OfflineCounts()
     /// The deadline of each ack kind, in seconds; kinds without a deadline are absent.
     public var ackTimeoutSeconds: [AckKind: Double]
     /// Latency histograms of the whole run, both origins (intended and sent).
@@ -128,27 +128,6 @@ public struct RequestSummary: Equatable, Sendable {
         sent &+= other.sent
         answered &+= other.answered
         timedOut &+= other.timedOut
-    }
-}
-
-/// Store and forward while offline (publish streams with `offline`): messages that came due while their client
-/// was offline, those sent after the reconnect, and those lost to a full buffer. `buffered` = `flushed` +
-/// `overflowed` + what was still buffered when publishing stopped (also in `generator.unsent_at_end`).
-public struct OfflineSummary: Equatable, Sendable {
-    public var buffered: UInt64 = 0
-    public var flushed: UInt64 = 0
-    public var overflowed: UInt64 = 0
-
-    public init(buffered: UInt64 = 0, flushed: UInt64 = 0, overflowed: UInt64 = 0) {
-        self.buffered = buffered
-        self.flushed = flushed
-        self.overflowed = overflowed
-    }
-
-    public mutating func add(_ other: OfflineSummary) {
-        buffered &+= other.buffered
-        flushed &+= other.flushed
-        overflowed &+= other.overflowed
     }
 }
 
@@ -538,7 +517,7 @@ public struct FleetReport: Sendable {
     /// This fleet's requests (zero for a fleet without request streams).
     public var requests = RequestSummary()
     /// This fleet's offline buffering.
-    public var offline = OfflineSummary()
+    public var offline = OfflineCounts()
     /// This fleet's schedule slots never sent by the end of publishing, skipped, and QoS 1/2 publishes abandoned
     /// (the run's `generator` figures are the sums over the fleets).
     public var unsentAtEnd: UInt64 = 0

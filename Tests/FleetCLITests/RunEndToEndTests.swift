@@ -92,6 +92,22 @@ struct RunEndToEndTests {
         #expect(report["broker_embedded"] as? Bool == true)
     }
 
+    @Test("the generator's peak RSS is fleetbench's own, not that of the larger program that started it")
+    func peakMemoryIsOwn() throws {
+        let out = Self.temporaryDirectory("peak-rss")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // A launcher that writes 600 MiB and then execs fleetbench: getrusage's ru_maxrss keeps that peak across
+        // the execve, /proc/self/status's VmHWM belongs to the new program alone.
+        let launcher = ["/usr/bin/env", "python3", "-c",
+                        "import os, sys; held = b'\\x01' * (600 << 20); os.execv(sys.argv[1], sys.argv[1:])"]
+        let outcome = try Self.run(["run", "scenarios/quickstart.json", "--duration", "3s", "--out", out, "--quiet"],
+                                   launcher: launcher)
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let generator = try #require(try Self.report(in: out)["generator"] as? [String: Any])
+        let peak = try #require(generator["peak_rss_bytes"] as? Int)
+        #expect(peak > 0 && peak < 300 << 20, "peak_rss_bytes \(peak)")
+    }
+
     @Test("--quiet with a relative --out prints the results folder as an absolute path; protocols typed unquoted")
     func absoluteResultsPath() throws {
         let out = Self.temporaryDirectory("relative")
