@@ -83,7 +83,12 @@ struct EngineBrokerFaultTests {
         let published = counters.published[.atLeastOnce]
         #expect(counters.acked[.atLeastOnce] + result.abandonedPublishes == published)
         let delivery = result.delivery[1]
-        #expect(delivery.expected == published)
+        // The subscriber is owed what was published while it was subscribed. A PUBLISH written in the instant
+        // between the subscriber's lane seeing the kill and the publisher's seeing it is owed to nobody (it is
+        // missed_while_offline) and can only be one the kill abandoned.
+        #expect(delivery.expected <= published)
+        #expect(published - delivery.expected <= result.abandonedPublishes,
+                "published \(published), expected \(delivery.expected), abandoned \(result.abandonedPublishes)")
         #expect(delivery.duplicated == 0)
         #expect(delivery.unique + delivery.lost == delivery.expected)
         #expect(delivery.lost <= result.abandonedPublishes)
