@@ -6,20 +6,7 @@ public enum MosquittoPasswordFile {
     /// Writes `path` holding `user` with `password`, readable by the broker even after it drops root for the
     /// `mosquitto` user. Throws with mosquitto_passwd's status when it fails.
     public static func create(at path: String, user: String, password: String) throws(MosquittoError) {
-        let tool = Process()
-        tool.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
-        tool.arguments = ["-b", "-c", path, user, password]
-        tool.standardOutput = FileHandle.nullDevice
-        tool.standardError = FileHandle.nullDevice
-        do { try tool.run() } catch {
-            throw .launchFailed(executable: "/usr/bin/mosquitto_passwd", reason: "\(error)")
-        }
-        tool.waitUntilExit()
-        guard tool.terminationStatus == 0 else {
-            throw .launchFailed(executable: "/usr/bin/mosquitto_passwd",
-                                reason: "exited with status \(tool.terminationStatus) writing \(path)")
-        }
-        _ = chmod(path, 0o644)
+        try create(at: path, users: [(user: user, password: password)])
     }
 
     /// Writes `path` holding every (user, password) pair, in order (one `mosquitto_passwd` call per user).
