@@ -1034,15 +1034,10 @@ extension Lane {
         now = MonotonicClock.now()
         for client in clients.indices {
             wheel.cancelAll(client: client)
-            if clients[client].phase == .connected {
-                clients[client].session.disconnect(now: now, into: &scratch)
-                stage(client)
-                flush(client)
-                metrics.fleets[clients[client].fleet].counters.recordDisconnect(.clientInitiated)
-                markDisconnected(client)
-            }
+            let record: Teardown.Record = clients[client].phase == .connected ? .disconnect(.clientInitiated) : .nothing
+            tearDown(client, Teardown(record: record, close: .disconnectFirst, then: .finish))
             entitlementFinish(client)
-            closeSocket(client, abortive: false)
+            // A client whose DISCONNECT could not be flushed was torn down by that failure (finished: stopping).
             clients[client].phase = .finished
         }
         dirty.removeAll()

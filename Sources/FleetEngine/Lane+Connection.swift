@@ -4,6 +4,40 @@ import Glibc
 import MQTTCodec
 import MQTTSession
 
+/// How a client's connection ends and what follows; `Lane.tearDown` applies it.
+struct Teardown: Equatable {
+    /// What the fleet's counters record: a connect that did not reach CONNACK, the loss of an established
+    /// connection, or nothing (the end of the run for a client that was not connected).
+    enum Record: Equatable {
+        case connectFailure(ConnectFailureReason)
+        case disconnect(DisconnectReason)
+        case nothing
+    }
+
+    enum Close: Equatable {
+        /// FIN, after the layers' close frames (WebSocket close, TLS close_notify).
+        case clean
+        /// RST (SO_LINGER 0), nothing written first: the broker sees a broken link and publishes the will.
+        case abortive
+        /// DISCONNECT written and flushed first (a connected client only), then as `.clean`.
+        case disconnectFirst
+    }
+
+    enum Then: Equatable {
+        /// By the fleet's reconnect policy (attempt counted); `firstDelay` replaces the policy's delay for this
+        /// attempt (an outage's length), not its decision. At the end of the run: finished.
+        case reconnect(firstDelay: UInt64?)
+        /// At once, paced by the fleet's pacer, the attempt count untouched (a clean churn disconnect).
+        case reconnectNow
+        /// Never again (the run is over).
+        case finish
+    }
+
+    var record: Record
+    var close: Close
+    var then: Then
+}
+
 /// Connecting, reading, flushing and closing: the lane's socket work.
 extension Lane {
     // MARK: Connect
@@ -21,6 +55,8 @@ extension Lane {
         metrics.fleets[clients[client].fleet].counters.connectsAttempted += 1
         if clients[client].hasConnectedBefore { metrics.fleets[clients[client].fleet].counters.reconnects += 1 }
         clients[client].connectStartedAt = now
+        // Connecting from here: a socket that cannot even be made fails this attempt (and frees its pacer slot).
+        clients[client].phase = .connecting
         let broker = clients[client].broker
         do {
             let socket = try TCPSocket.makeNonBlocking(family: broker.family)
@@ -28,7 +64,6 @@ extension Lane {
             if let source = clients[client].source { try socket.bind(to: source) }
             try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
             clients[client].wantsWritable = true
-            clients[client].phase = .connecting
             wheel.schedule(client: client, kind: TimerKind.connectTimeout,
                            deadline: now &+ fleets[fleet].configuration.connectTimeout)
             if try socket.connect(to: broker) == .connected { tcpConnected(client) }
@@ -80,12 +115,7 @@ extension Lane {
 
     /// A connect that did not reach CONNACK: count it, close, and follow the reconnect policy.
     func connectFailed(_ client: Int, reason: ConnectFailureReason) {
-        metrics.fleets[clients[client].fleet].counters.recordConnectFailure(reason)
-        pacers[clients[client].fleet].finished()
-        closeSocket(client, abortive: false)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client)
+        tearDown(client, Teardown(record: .connectFailure(reason), close: .clean, then: .reconnect(firstDelay: nil)))
     }
 
     /// A connection that was established and is now gone.
@@ -107,13 +137,48 @@ extension Lane {
             return
         }
         guard clients[client].phase == .connected else { return }
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(reason)
-        markDisconnected(client)
-        closeSocket(client, abortive: false)
-        // Only `.requestAbandoned` comes out of this call: nothing the lane records.
+        tearDown(client, Teardown(record: .disconnect(reason), close: .clean, then: .reconnect(firstDelay: nil)))
+    }
+
+    /// The one way a client's connection ends, whatever ended it (a failed connect, a lost link, a refused
+    /// CONNACK, a tunnel, an emulated drop or outage, churn, the end of the run): count it, release what the
+    /// attempt or connection held (the pacer's slot before CONNACK, the connected gauges after), close the
+    /// socket, tell the session, cancel the connection's timers, then reconnect or finish.
+    func tearDown(_ client: Int, _ teardown: Teardown) {
+        if teardown.close == .disconnectFirst && clients[client].phase == .connected {
+            clients[client].session.disconnect(now: now, into: &scratch)
+            stage(client)
+            flush(client)
+            // The flush itself may have failed: that loss was torn down already.
+            guard clients[client].phase == .connected else { return }
+        }
+        let fleet = clients[client].fleet
+        switch teardown.record {
+        case .connectFailure(let reason): metrics.fleets[fleet].counters.recordConnectFailure(reason)
+        case .disconnect(let reason): metrics.fleets[fleet].counters.recordDisconnect(reason)
+        case .nothing: break
+        }
+        switch clients[client].phase {
+        case .connected: markDisconnected(client)
+        case .connecting, .handshaking, .awaitingConnAck: pacers[fleet].finished()
+        case .idle, .finished: break
+        }
+        closeSocket(client, abortive: teardown.close == .abortive)
         var discard = DiscardingSessionSink()
+        // Only `.requestAbandoned` comes out of this call: nothing the lane records.
         clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client)
+        wheel.cancel(client: client, kind: TimerKind.session)
+        wheel.cancel(client: client, kind: TimerKind.publish)
+        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
+        switch teardown.then {
+        case .reconnect(let firstDelay):
+            scheduleReconnect(client, firstDelay: firstDelay)
+        case .reconnectNow:
+            clients[client].phase = .idle
+            wheel.schedule(client: client, kind: TimerKind.connect, deadline: now)
+        case .finish:
+            clients[client].phase = .finished
+        }
     }
 
     func markConnected(_ client: Int) {
@@ -132,10 +197,7 @@ extension Lane {
     }
 
     /// `firstDelay` replaces the policy's delay for this attempt (a tunnel's outage), not its decision.
-    func scheduleReconnect(_ client: Int, firstDelay: UInt64? = nil) {
-        wheel.cancel(client: client, kind: TimerKind.session)
-        wheel.cancel(client: client, kind: TimerKind.publish)
-        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
+    private func scheduleReconnect(_ client: Int, firstDelay: UInt64?) {
         clients[client].phase = .idle
         guard !stopping else {
             clients[client].phase = .finished

@@ -17,32 +17,14 @@ extension Lane {
     /// False when the client was not connected (any more).
     func cutForTunnel(_ client: Int, outage: UInt64) -> Bool {
         guard !stopping, client < clients.count, clients[client].phase == .connected else { return false }
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.tunnel)
-        markDisconnected(client)
-        closeSocket(client, abortive: true)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client, firstDelay: outage)
+        tearDown(client, Teardown(record: .disconnect(.tunnel), close: .abortive, then: .reconnect(firstDelay: outage)))
         return true
     }
 
     /// Disconnects a connected client cleanly (DISCONNECT, then close) and reconnects it at once (paced by its
     /// fleet's pacer). A clean disconnect is not a failure: the reconnect policy's attempt count is untouched.
     func disconnectForChurn(_ client: Int) {
-        clients[client].session.disconnect(now: now, into: &scratch)
-        stage(client)
-        flush(client)
-        guard clients[client].phase == .connected else { return }  // the flush itself may have failed
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.churn)
-        markDisconnected(client)
-        closeSocket(client, abortive: false)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        wheel.cancel(client: client, kind: TimerKind.session)
-        wheel.cancel(client: client, kind: TimerKind.publish)
-        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
-        clients[client].phase = .idle
-        wheel.schedule(client: client, kind: TimerKind.connect, deadline: now)
+        tearDown(client, Teardown(record: .disconnect(.churn), close: .disconnectFirst, then: .reconnectNow))
     }
 
     func addChurn(_ plan: ChurnPlan) {

@@ -249,12 +249,7 @@ extension Lane {
     }
 
     private func cutLink(_ client: Int, reason: DisconnectReason, outage: UInt64?) {
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(reason)
-        markDisconnected(client)
-        closeSocket(client, abortive: true)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client, firstDelay: outage)
+        tearDown(client, Teardown(record: .disconnect(reason), close: .abortive, then: .reconnect(firstDelay: outage)))
     }
 
     /// A closed connection: nothing queued on the emulated link survives it.

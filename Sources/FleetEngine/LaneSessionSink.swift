@@ -190,12 +190,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             }
         }
         if let refused {
-            lane.metrics.fleets[fleet].counters.recordConnectFailure(.connackRefused(code: refused.rawValue))
-            lane.pacers[lane.clients[client].fleet].finished()
-            lane.closeSocket(client, abortive: false)
-            var discard = DiscardingSessionSink()
-            lane.clients[client].session.connectionLost(now: lane.now, events: &discard)
-            lane.scheduleReconnect(client)
+            lane.connectFailed(client, reason: .connackRefused(code: refused.rawValue))
             return false
         }
         if let sessionPresent = connected { lane.sessionConnected(client, sessionPresent: sessionPresent) }
