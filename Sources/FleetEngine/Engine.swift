@@ -1034,11 +1034,11 @@ extension Lane {
         now = MonotonicClock.now()
         for client in clients.indices {
             wheel.cancelAll(client: client)
-            let record: Teardown.Record = clients[client].phase == .connected ? .disconnect(.clientInitiated) : .nothing
-            tearDown(client, Teardown(record: record, close: .disconnectFirst, then: .finish))
+            if clients[client].phase == .connected { sayGoodbye(client) }
+            // A client whose DISCONNECT could not be flushed was torn down by that failure already (finished:
+            // the run is stopping); this one then only closes what is left.
+            tearDown(client, clients[client].connection.runEnded())
             entitlementFinish(client)
-            // A client whose DISCONNECT could not be flushed was torn down by that failure (finished: stopping).
-            clients[client].phase = .finished
         }
         dirty.removeAll()
     }

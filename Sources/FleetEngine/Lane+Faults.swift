@@ -16,15 +16,20 @@ extension Lane {
     /// its will. It reconnects by its fleet's policy, with `outage` in place of the first reconnect delay.
     /// False when the client was not connected (any more).
     func cutForTunnel(_ client: Int, outage: UInt64) -> Bool {
-        guard !stopping, client < clients.count, clients[client].phase == .connected else { return false }
-        tearDown(client, Teardown(record: .disconnect(.tunnel), close: .abortive, then: .reconnect(firstDelay: outage)))
+        guard client < clients.count,
+              let teardown = connectionEvent(client, {
+                  $0.linkCut(.tunnel, outage: outage, now: now, reconnect: $2, random: &$1)
+              }) else { return false }
+        tearDown(client, teardown)
         return true
     }
 
     /// Disconnects a connected client cleanly (DISCONNECT, then close) and reconnects it at once (paced by its
     /// fleet's pacer). A clean disconnect is not a failure: the reconnect policy's attempt count is untouched.
     func disconnectForChurn(_ client: Int) {
-        tearDown(client, Teardown(record: .disconnect(.churn), close: .disconnectFirst, then: .reconnectNow))
+        sayGoodbye(client)
+        // Nil when the flush itself failed: that loss was torn down already.
+        if let teardown = clients[client].connection.churned(now: now) { tearDown(client, teardown) }
     }
 
     func addChurn(_ plan: ChurnPlan) {

@@ -249,7 +249,8 @@ extension Lane {
     }
 
     private func cutLink(_ client: Int, reason: DisconnectReason, outage: UInt64?) {
-        tearDown(client, Teardown(record: .disconnect(reason), close: .abortive, then: .reconnect(firstDelay: outage)))
+        let cut = connectionEvent(client) { $0.linkCut(reason, outage: outage, now: now, reconnect: $2, random: &$1) }
+        if let cut { tearDown(client, cut) }
     }
 
     /// A closed connection: nothing queued on the emulated link survives it.
