@@ -291,7 +291,7 @@ struct EngineNetworkTests {
         var profile = EngineNetworkProfile()
         profile.latencyUp = .fixed(40_000_000)
         profile.latencyDown = .fixed(40_000_000)
-        let fleets = EngineTests.fleets(version: .v5, qos: .atLeastOnce, publishers: 3, messages: 20, subscribers: 1)
+        let fleets = EngineTests.fleets(version: .v5, qos: .atLeastOnce, publishers: 3, messages: 200, subscribers: 2)
             .map { fleet in
                 var fleet = fleet
                 fleet.network = profile
@@ -303,7 +303,7 @@ struct EngineNetworkTests {
         EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
         #expect(result.transportErrors.isEmpty)
         let tcp = result.latency.histogram(.tcpConnect, from: .sent)
-        #expect(tcp.totalCount == 4)
+        #expect(tcp.totalCount == 5)
         #expect(tcp.min >= 80_000)
         let connect = result.latency.histogram(.connect, from: .sent)
         #expect(connect.min >= 80_000)
@@ -311,14 +311,14 @@ struct EngineNetworkTests {
         let upgrade = result.latency.histogram(.wsUpgrade, from: .sent)
         switch layers {
         case .tls, .wss:
-            #expect(tls.totalCount == 4)
+            #expect(tls.totalCount == 5)
             #expect(tls.min >= 80_000)
         case .ws:
             #expect(tls.totalCount == 0)
         }
         switch layers {
         case .ws, .wss:
-            #expect(upgrade.totalCount == 4)
+            #expect(upgrade.totalCount == 5)
             #expect(upgrade.min >= 80_000)
         case .tls:
             #expect(upgrade.totalCount == 0)
