@@ -316,8 +316,10 @@ struct MergeCommand: FleetCommand {
             return fleet
         }
 
-        // Network conditions: each segment ran its share of every fleet's vehicles.
-        report.network = parts[0].report.network.map { first in
+        // Network conditions: each segment ran its share of every profile's vehicles. Entries are per profile of
+        // each fleet in the scenario's order (a fleet may have two profiles of the same name), so they pair up by
+        // position.
+        report.network = parts[0].report.network.enumerated().map { position, first in
             var merged = first
             merged.clients = 0
             merged.stalls = 0
@@ -325,8 +327,10 @@ struct MergeCommand: FleetCommand {
             merged.outages = 0
             merged.outageSeconds = 0
             merged.heldForBandwidth = 0
-            for part in parts {
-                if let other = part.report.network.first(where: { $0.fleet == first.fleet }) { merged.add(other) }
+            merged.readPauses = 0
+            for part in parts where position < part.report.network.count {
+                let other = part.report.network[position]
+                if other.fleet == first.fleet && other.profile == first.profile { merged.add(other) }
             }
             return merged
         }

@@ -345,24 +345,34 @@ struct RunCommand: FleetCommand {
     /// CPU use above this share of the lanes' cores means the generator itself was the bottleneck.
     static let saturationCPUShare = 0.9
 
-    /// report.json `network`: each fleet with a `network` key, its profile and what its emulated links did.
+    /// report.json `network`: one entry per profile of each fleet with a `network` key (in the key's order),
+    /// with what that profile's emulated links did.
     static func networkReports(scenario: Scenario, result: EngineResult) -> [NetworkReport] {
-        scenario.fleets.compactMap { fleet in
-            guard let conditions = fleet.network, let fleetResult = result.fleets[fleet.name] else { return nil }
-            let counters = fleetResult.network
-            var report = NetworkReport(fleet: fleet.name, profile: conditions.name, description: conditions.summary,
-                                       clients: fleetResult.networkClients, fraction: conditions.fraction)
-            report.stalls = counters.stalls
-            report.drops = counters.drops
-            report.outages = counters.outages
-            report.outageSeconds = Double(counters.outageNanoseconds) / 1e9
-            report.meanDelayUpMilliseconds = counters.chunksUp == 0 ? 0
-                : Double(counters.delayUpNanoseconds) / Double(counters.chunksUp) / 1e6
-            report.meanDelayDownMilliseconds = counters.chunksDown == 0 ? 0
-                : Double(counters.delayDownNanoseconds) / Double(counters.chunksDown) / 1e6
-            report.heldForBandwidth = counters.heldForBandwidth
-            return report
+        scenario.fleets.flatMap { fleet -> [NetworkReport] in
+            guard let fleetResult = result.fleets[fleet.name] else { return [] }
+            return fleet.networks.enumerated().map { position, conditions in
+                let profile = position < fleetResult.networkProfiles.count
+                    ? fleetResult.networkProfiles[position] : (clients: 0, counters: NetworkCounters())
+                return networkReport(fleet: fleet.name, conditions, clients: profile.clients, counters: profile.counters)
+            }
         }
+    }
+
+    static func networkReport(fleet: String, _ conditions: NetworkConditions, clients: Int,
+                          counters: NetworkCounters) -> NetworkReport {
+        var report = NetworkReport(fleet: fleet, profile: conditions.name, description: conditions.summary,
+                                   clients: clients, fraction: conditions.fraction)
+        report.stalls = counters.stalls
+        report.drops = counters.drops
+        report.outages = counters.outages
+        report.outageSeconds = Double(counters.outageNanoseconds) / 1e9
+        report.meanDelayUpMilliseconds = counters.chunksUp == 0 ? 0
+            : Double(counters.delayUpNanoseconds) / Double(counters.chunksUp) / 1e6
+        report.meanDelayDownMilliseconds = counters.chunksDown == 0 ? 0
+            : Double(counters.delayDownNanoseconds) / Double(counters.chunksDown) / 1e6
+        report.heldForBandwidth = counters.heldForBandwidth
+        report.readPauses = counters.readPauses
+        return report
     }
 
     /// Why the generator, rather than the broker, may have limited the run (empty: it did not). Both figures

@@ -92,7 +92,8 @@ enum RunSummary {
             lines.append("                stalls \(network.stalls), drops \(network.drops), outages \(network.outages) ("
                 + format(network.outageSeconds) + " s), mean added delay up " + format(network.meanDelayUpMilliseconds)
                 + " ms, down " + format(network.meanDelayDownMilliseconds) + " ms"
-                + (network.heldForBandwidth > 0 ? ", publishing waited for bandwidth \(network.heldForBandwidth) times" : ""))
+                + (network.heldForBandwidth > 0 ? ", publishing waited for bandwidth \(network.heldForBandwidth) times" : "")
+                + (network.readPauses > 0 ? ", reading paused for the downlink \(network.readPauses) times" : ""))
         }
         lines.append("  latency (ms)  kind                 count      p50      p90      p99    p99.9      max")
         for kind in report.latency.kindsWithSamples {

@@ -162,14 +162,17 @@ public final class Engine: @unchecked Sendable {
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
-            let shape: NetworkShape?
-            if let profile = settings.network {
+            var shapes: [NetworkShape] = []
+            for profile in settings.networks {
                 if let problem = profile.validationError {
                     throw EngineConfigurationError(message: problem, fleet: settings.name)
                 }
-                shape = NetworkShape(profile)
-            } else {
-                shape = nil
+                shapes.append(NetworkShape(profile))
+            }
+            let fractions = settings.networks.reduce(0.0) { $0 + $1.fraction }
+            if fractions > 1 + 1e-9 {
+                throw EngineConfigurationError(
+                    message: "network fractions add up to \(fractions), more than 1 (the whole fleet)", fleet: settings.name)
             }
             let endpoints = settings.endpoints.map { endpoint in
                 (endpoint.address, endpoint.transport.tls == nil && endpoint.transport.webSocket == nil
@@ -271,11 +274,13 @@ public final class Engine: @unchecked Sendable {
                     subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
-                if let shape, shape.profile.applies(to: index, of: settings.count) {
+                if !shapes.isEmpty,
+                   let profile = EngineNetworkProfile.assignment(of: index, count: settings.count, profiles: settings.networks) {
                     let lane = Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane
                     perLane[lane][perLane[lane].count - 1].network = NetworkLink(
-                        shape: shape, seed: configuration.seed, globalIndex: global,
-                        tracksAcks: settings.streams.contains { $0.qos == .atLeastOnce } || settings.responder?.qos == .atLeastOnce)
+                        shape: shapes[profile], seed: configuration.seed, globalIndex: global,
+                        tracksAcks: settings.streams.contains { $0.qos == .atLeastOnce } || settings.responder?.qos == .atLeastOnce,
+                        profile: profile)
                 }
             }
         }
@@ -497,7 +502,11 @@ public final class Engine: @unchecked Sendable {
                 return metrics
             })
         }
-        var fleetResults = fleets.map { _ in EngineFleetResult() }
+        var fleetResults = fleets.map { fleet in
+            var values = EngineFleetResult()
+            values.networkProfiles = Array(repeating: (0, NetworkCounters()), count: fleet.configuration.networks.count)
+            return values
+        }
         let published = streamTopics.indices.map { progress.published($0) }
         var segment = SegmentDelivery(fleetCount: fleets.count)
         segment.index = configuration.segmentIndex
@@ -631,7 +640,11 @@ public final class Engine: @unchecked Sendable {
         for fleet in fleetResults.indices { fleetResults[fleet].peakConnected = gauges.fleets[fleet].peak }
         for lane in lanes {
             lane.queue.sync {
-                for client in lane.clients where client.network != nil { fleetResults[client.fleet].networkClients += 1 }
+                for client in lane.clients {
+                    guard let link = client.network else { continue }
+                    fleetResults[client.fleet].addNetwork(link.counters, profile: link.profile,
+                                                          profiles: fleets[client.fleet].configuration.networks.count)
+                }
             }
         }
         for (fleet, values) in fleetResults.enumerated() {
@@ -1017,10 +1030,23 @@ public struct EngineFleetResult: Sendable {
     public var churnSkipped: UInt64 = 0
     /// Offline store-and-forward: buffered, flushed and overflowed messages (`OfflineBuffer`).
     public var offline = OfflineCounts()
-    /// What the fleet's emulated links did (`Lane+Network`); zero without a `network` profile.
+    /// What the fleet's emulated links did (`Lane+Network`), over all its profiles, with the outages of its
+    /// clients without one (`tunnel` stages); zero without any.
     public var network = NetworkCounters()
-    /// The fleet's clients with the profile (exactly ⌊count × fraction⌋).
+    /// The fleet's clients with a profile (⌊count × fraction⌋ for a single one).
     public var networkClients = 0
+    /// Per profile of `EngineFleet.networks`, in its order: its clients and what their links did.
+    public var networkProfiles: [(clients: Int, counters: NetworkCounters)] = []
+
+    mutating func addNetwork(_ counters: NetworkCounters, profile: Int, profiles: Int) {
+        if networkProfiles.count < profiles {
+            networkProfiles += Array(repeating: (0, NetworkCounters()), count: profiles - networkProfiles.count)
+        }
+        networkProfiles[profile].clients += 1
+        networkProfiles[profile].counters.add(counters)
+        networkClients += 1
+        network.add(counters)
+    }
     /// This fleet's TLS and WebSocket failures by reason text (see `EngineResult.transportErrors`).
     public var transportErrors: [String: UInt64] = [:]
 

@@ -30,7 +30,7 @@ extension Lane {
                 try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
                 clients[client].wantsWritable = true
                 wheel.schedule(client: client, kind: TimerKind.connectTimeout, deadline: timeoutAt)
-                if try socket.connect(to: broker) == .connected { tcpConnected(client) }
+                if try socket.connect(to: broker) == .connected { tcpReady(client) }
             } catch {
                 connectFailed(client, reason: Self.connectFailure(error))
             }
@@ -197,7 +197,7 @@ extension Lane {
     func handleSocketEvent(client: Int, flags: EpollEvents) {
         guard client < clients.count, clients[client].socket != nil else { return }
         if clients[client].phase == .connecting {
-            if !flags.isDisjoint(with: [.writable, .error, .hangup]) { tcpConnected(client) }
+            if !flags.isDisjoint(with: [.writable, .error, .hangup]) { tcpReady(client) }
             return
         }
         if flags.contains(.writable) { flush(client) }
@@ -236,7 +236,7 @@ extension Lane {
                 } else if !receive(client, bytes: UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)) {
                     return
                 }
-                if count < readBuffer.count { return }
+                if count < readBuffer.count || clients[client].network?.readPaused == true { return }
             }
         }
     }

@@ -13,15 +13,11 @@ struct ChurnPlan {
 /// Faults on running clients, driven by the engine's fault calls. Everything here runs on the lane's queue.
 extension Lane {
     /// Cuts a connected client's connection abruptly: RST (SO_LINGER 0), no DISCONNECT, so the broker publishes
-    /// its will. It reconnects by its fleet's policy, with `outage` in place of the first reconnect delay.
+    /// its will. It reconnects by its fleet's policy, with `outage` in place of the first reconnect delay. One
+    /// kind of outage (`cutForOutage`): counted as one, its disconnect reason `tunnel`.
     /// False when the client was not connected (any more).
     func cutForTunnel(_ client: Int, outage: UInt64) -> Bool {
-        guard client < clients.count,
-              let teardown = connectionEvent(client, {
-                  $0.linkCut(.tunnel, outage: outage, now: now, reconnect: $2, random: &$1)
-              }) else { return false }
-        tearDown(client, teardown)
-        return true
+        cutForOutage(client, reason: .tunnel, duration: outage)
     }
 
     /// Disconnects a connected client cleanly (DISCONNECT, then close) and reconnects it at once (paced by its

@@ -162,7 +162,15 @@ extension Lane {
 
     /// `count` bytes just read into `readBuffer`, for a layered client. False when the client was closed.
     func receiveLayered(_ client: Int, _ transport: ClientTransport, count: Int) -> Bool {
-        let input = UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
+        receiveLayered(client, transport, input: UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count))
+    }
+
+    /// Bytes as read from the socket, for a layered client. False when the client was closed.
+    func receiveLayered(_ client: Int, _ transport: ClientTransport, input: UnsafeRawBufferPointer) -> Bool {
+        // With a network profile, handshake bytes wait on the emulated link like MQTT bytes (`Lane+Network`).
+        if let link = clients[client].network, !link.delivering, clients[client].phase == .handshaking {
+            return queueInbound(client, link, input, raw: true)
+        }
         if transport.stage == .tlsHandshake { return continueHandshake(client, transport, input) }
         guard let tls = transport.tls else { return receiveStream(client, transport, input) }
         tlsPlaintext.removeAll(keepingCapacity: true)

@@ -81,7 +81,8 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             }
             lane.metrics.fleets[fleet].latency.record(kind, intendedAt: ack.intendedAt, sentAt: ack.sentAt, completedAt: now)
             // From the PUBLISH leaving the emulated link to the PUBACK reaching it: the two emulated delays out.
-            if kind == .puback, let network, let released = network.releaseOfChunk(queuedAt: ack.sentAt) {
+            // By packet identifier: a PUBLISH resent after a reconnect is timed from its resend.
+            if kind == .puback, let network, let released = network.releaseOfPublish(packetID: ack.packetID) {
                 lane.metrics.fleets[fleet].latency.record(.pubackBrokerSide, startedAt: released,
                                                           completedAt: network.deliveringReadAt)
             }
