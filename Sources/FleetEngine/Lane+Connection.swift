@@ -273,7 +273,7 @@ extension Lane {
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
            clients[client].phase == .connected, clients[client].subscriptions.isEmpty, clients[client].network == nil {
-            let missing = min(freeWindowSlotsMissing(client), clients[client].session.inFlightCount)
+            let missing = min(freeWindowSlotsMissing(client), windowState(client).inFlight)
             if missing >= 2 { mark = Int32(4 * missing) }
         }
         guard mark != clients[client].receiveLowWatermark else { return }
@@ -356,7 +356,7 @@ extension Lane {
     /// rest at once. A client with bytes to flush needs no call: its next segment carries the acknowledgement.
     /// Only while messages are in flight: that is when the broker owes more and the wait would be ours.
     func acknowledgeIfSilent(_ client: Int) {
-        guard !clients[client].isDirty, clients[client].session.inFlightCount > 0,
+        guard !clients[client].isDirty, windowState(client).inFlight > 0,
               let socket = clients[client].socket else { return }
         try? socket.acknowledgeNow()
     }

@@ -171,8 +171,16 @@ extension Lane {
 
     /// How many more window slots must free up before a waiting client resumes publishing.
     func freeWindowSlotsMissing(_ client: Int) -> Int {
-        let window = clients[client].session.inFlightWindow
-        return max(1, window / 2) - (window - clients[client].session.inFlightCount)
+        let (window, inFlight) = windowState(client)
+        return max(1, window / 2) - (window - inFlight)
+    }
+
+    /// The session's in-flight window and count, read in place: these are computed properties of another
+    /// module, and reading them through `clients[client].session` copied the whole session out of the array
+    /// first (a memmove and a retain per reference it holds) at every acknowledgement.
+    @inline(__always)
+    func windowState(_ client: Int) -> (window: Int, inFlight: Int) {
+        withUnsafeMutablePointer(to: &clients[client].session) { ($0.pointee.inFlightWindow, $0.pointee.inFlightCount) }
     }
 
     /// Sends what every stream of the client has due, then sleeps until the earliest next slot.
@@ -227,22 +235,27 @@ extension Lane {
 
     /// Writes one message. False when the in-flight window is full (the caller keeps it pending).
     private func send(_ client: Int, stream: Int, _ due: ScheduledSend) -> Bool {
-        let state = clients[client].streams[stream]
+        // The fields one by one: a copy of the whole stream state (schedule, payload, request) cost retains and
+        // releases per message.
+        let streamID = clients[client].streams[stream].streamID
+        let closed = clients[client].streams[stream].closed
+        let qos = clients[client].streams[stream].qos
+        let retain = clients[client].streams[stream].retain
         // Dense numbering of what was actually published (a slot dropped while offline takes no number), so a
         // stream's published count is its next sequence number (`StreamProgress`, entitlement windows). Only
         // this lane writes the stream's count.
-        let sequence = progress.published(Int(state.streamID))
+        let sequence = progress.published(Int(streamID))
         let now = self.now
         // Closed model: the message is intended when it actually goes out (one the window refused goes later
         // than the turn that handed it out), so its latency counts from the send.
         var due = due
-        if state.closed { due.intendedTime = now }
-        let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime,
+        if closed { due.intendedTime = now }
+        let header = EndToEndHeader(streamID: streamID, sequence: sequence, intendedTime: due.intendedTime,
                                     runID: runID, sentTime: now)
-        let tag = UInt64(state.streamID) << 32 | (sequence & 0xFFFF_FFFF)
-        var topic = state.topic
+        let tag = UInt64(streamID) << 32 | (sequence & 0xFFFF_FFFF)
+        var topic = clients[client].streams[stream].topic
         var properties = MQTTEncodedProperties.empty
-        if let request = state.request {
+        if let request = clients[client].streams[stream].request {
             let target: Int
             if request.random {
                 target = Int(clients[client].random.next(below: UInt64(request.targetCount)))
@@ -253,17 +266,17 @@ extension Lane {
             properties = request.properties
         }
         let result: MQTTPublishResult
-        switch state.payload {
+        switch clients[client].streams[stream].payload {
         case .binary(let size):
             result = clients[client].session.publish(
-                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: size,
+                topic: topic, qos: qos, retain: retain, properties: properties, payloadCount: size,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 EndToEndPayload.write(header: header, into: payload)
             }
         case .text(let text):
             result = clients[client].session.publish(
-                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: text.count,
+                topic: topic, qos: qos, retain: retain, properties: properties, payloadCount: text.count,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 text.withUnsafeBytes { payload.copyMemory(from: $0) }
@@ -272,7 +285,7 @@ extension Lane {
             let rendered = render(template, client: client, clientID: clientID, header: header,
                                   sequence: sequence, intendedTime: due.intendedTime)
             result = clients[client].session.publish(
-                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: rendered.count,
+                topic: topic, qos: qos, retain: retain, properties: properties, payloadCount: rendered.count,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 rendered.withUnsafeBytes { payload.copyMemory(from: $0) }
@@ -280,11 +293,11 @@ extension Lane {
         }
         switch result {
         case .sent:
-            metrics.fleets[clients[client].fleet].counters.published[state.qos] += 1
-            progress.setPublished(Int(state.streamID), sequence &+ 1)
-            if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
+            metrics.fleets[clients[client].fleet].counters.published[qos] += 1
+            progress.setPublished(Int(streamID), sequence &+ 1)
+            if clients[client].streams[stream].request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
             // A closed-model message has no intended time of its own: no schedule lag, no generator lag.
-            if state.closed { return true }
+            if closed { return true }
             // Lag at the actual send: a message first refused by a full window goes out later than the turn
             // that handed it out.
             let lag = now > due.intendedTime ? now - due.intendedTime : 0
