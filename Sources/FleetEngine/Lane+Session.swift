@@ -34,11 +34,18 @@ extension Lane {
     }
 
     /// One timer per client at the session's earliest deadline (ack timeouts, keepalive ping).
+    ///
+    /// A deadline that moved later is not followed: the timer fires at the earlier one, the session finds nothing
+    /// due and the timer is set again to the deadline of then. Every packet a client writes moves its keep-alive
+    /// deadline on; moving the timer each time cost a wheel move per packet and, since the client about to get
+    /// the next packet is usually the one with the earliest deadline, a fresh walk for the lane's next wakeup.
+    /// Lazily, each client's timer fires once per keep-alive period at most while it writes.
     func scheduleSessionDeadline(_ client: Int) {
         if let deadline = clients[client].session.nextDeadline() {
-            if wheel.deadline(client: client, kind: TimerKind.session) != deadline {
-                wheel.schedule(client: client, kind: TimerKind.session, deadline: deadline)
+            if let scheduled = wheel.deadline(client: client, kind: TimerKind.session), scheduled <= deadline {
+                return
             }
+            wheel.schedule(client: client, kind: TimerKind.session, deadline: deadline)
         } else {
             wheel.cancel(client: client, kind: TimerKind.session)
         }
