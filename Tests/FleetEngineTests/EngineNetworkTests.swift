@@ -111,7 +111,7 @@ struct EngineNetworkTests {
                                                 lanes: 2, drainTimeout: 3_000_000_000)
         let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
         EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
-        #expect(result.transportErrors.isEmpty)
+        #expect(result.counters.transportErrors.isEmpty)
         // Up 20 ms and down 20 ms for the PUBACK; publisher's up and subscriber's down for a delivery.
         #expect(result.latency.histogram(.puback, from: .intended).min >= 40_000)
         #expect(result.latency.histogram(.endToEnd, from: .intended).min >= 40_000)
