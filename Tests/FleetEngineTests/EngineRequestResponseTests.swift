@@ -70,7 +70,7 @@ struct EngineRequestResponseTests {
         // 3.1.1: both requesters receive all 20 replies, and each counts only its own 10 as round trips.
         #expect(backend.counters.received[.atLeastOnce] == (version == .v5 ? 20 : 40))
         #expect(backend.counters.foreignMessages == 0)
-        #expect(result.delivery.allSatisfy { $0.expected == 0 && $0.received == 0 })
+        #expect(result.delivery.levels.allSatisfy { $0.expected == 0 && $0.received == 0 })
     }
 
     @Test("responses held up past the end of publishing: the drain waits for them instead of counting timeouts")
