@@ -309,11 +309,9 @@ struct RunCommand: FleetCommand {
     /// Requests sent, answered and timed out over every fleet (for `requests.*` thresholds after a merge).
     static func requestTotals(_ result: EngineResult) -> SegmentFile.Requests {
         var totals = SegmentFile.Requests()
-        for fleet in result.fleets.values {
-            totals.sent &+= fleet.requestsSent
-            totals.answered &+= fleet.responsesReceived
-            totals.timedOut &+= fleet.requestsTimedOut
-        }
+        totals.sent = result.counters.requestsSent
+        totals.answered = result.counters.responsesReceived
+        totals.timedOut = result.counters.requestsTimedOut
         return totals
     }
 
@@ -399,10 +397,6 @@ struct RunCommand: FleetCommand {
     /// The brokers of the run: the embedded mosquitto's listeners (plain, websockets, TLS with the throwaway CA)
     /// or the scenario's endpoints, resolved.
     /// A fleet's requester figures as report.json writes them (the `requests.*` thresholds read the same).
-    static func requests(_ fleet: EngineFleetResult) -> RequestSummary {
-        RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
-    }
-
     static func runBrokers(
         embedded: MosquittoBroker?, certificates: ThrowawayCertificates?, scenario: Scenario
     ) throws -> [RunBroker] {

@@ -520,30 +520,11 @@ public final class Engine: @unchecked Sendable {
         result.receivePath = ReceivePath.combined(lanes.map { lane in lane.queue.sync { lane.receivePath } })
         result.receiveRingUnavailable = lanes.lazy.compactMap(\.receiveRingError).first?.description
         for metrics in laneMetrics {
-            result.coalescingPauses += metrics.coalescingPauses
-            result.lowWatermarkFallbacks += metrics.lowWatermarkFallbacks
-            result.lowWatermarkRearms += metrics.lowWatermarkRearms
+            result.coalescingPauses &+= metrics.coalescingPauses
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
-                fleetResults[fleet].foreignMessages += values.foreignMessages
-                fleetResults[fleet].retainedOnSubscribe += values.retainedOnSubscribe
-                fleetResults[fleet].droppedSlots += values.droppedSlots
-                fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
-                fleetResults[fleet].unsentAtEnd += values.unsentAtEnd
-                fleetResults[fleet].unackedAtEnd.add(values.unackedAtEnd)
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
-                fleetResults[fleet].churnSkipped += values.churnSkipped
-                fleetResults[fleet].offline.add(values.offline)
                 fleetResults[fleet].network.add(values.network)
-                fleetResults[fleet].requestsAnswered += values.requestsAnswered
-                fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
-                fleetResults[fleet].responsesReceived += values.responsesReceived
-                fleetResults[fleet].requestsSent += values.requestsSent
-                fleetResults[fleet].responsesLate += values.responsesLate
-                for (reason, count) in values.transportErrors {
-                    fleetResults[fleet].transportErrors[reason, default: 0] += count
-                    result.transportErrors[reason, default: 0] += count
-                }
             }
         }
         for (fleet, latency) in merger.fleetLatency.enumerated() where fleet < fleetResults.count {
@@ -570,7 +551,7 @@ public final class Engine: @unchecked Sendable {
                     segment.remotePairs.append(SegmentRemotePair(
                         fleet: fleet, subscriber: global, stream: Int(stream), qos: Int(streamQoS[Int(stream)].rawValue),
                         whole: whole, counts: seen))
-                    fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)]
+                    fleetResults[fleet].delivery[streamQoS[Int(stream)]]
                         .add(metrics.delivery.counts(stream: dense, expected: seen.unique &+ seen.untracked))
                     continue
                 }
@@ -588,9 +569,9 @@ public final class Engine: @unchecked Sendable {
                 }
                 var counts = metrics.delivery.counts(stream: dense, expected: expected)
                 counts.missedWhileOffline = published[Int(stream)] > expected ? published[Int(stream)] - expected : 0
-                fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)].add(counts)
+                fleetResults[fleet].delivery[streamQoS[Int(stream)]].add(counts)
                 // Publisher and subscriber both here: final (remote pairs and share groups are settled at merge).
-                segment.local[fleet][Int(streamQoS[Int(stream)].rawValue)].add(counts)
+                segment.local[fleet][streamQoS[Int(stream)]].add(counts)
             }
         }
         // Shared-subscription groups: the broker hands each message to one member, so a group is one
@@ -616,7 +597,7 @@ public final class Engine: @unchecked Sendable {
                     // The group's members elsewhere may have the rest, and its windows on other segments' streams
                     // are not known here: what arrived is what is expected until `fleetbench merge`.
                     let arrived = merged.counts(stream: 0, expected: 0)
-                    fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
+                    fleetResults[group.fleet].delivery[streamQoS[stream]]
                         .add(merged.counts(stream: 0, expected: arrived.unique &+ arrived.untracked))
                     continue
                 }
@@ -633,7 +614,7 @@ public final class Engine: @unchecked Sendable {
                 }
                 var counts = merged.counts(stream: 0, expected: expected)
                 counts.missedWhileOffline = published[stream] > expected ? published[stream] - expected : 0
-                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)].add(counts)
+                fleetResults[group.fleet].delivery[streamQoS[stream]].add(counts)
             }
         }
         result.peakConnected = gauges.total.peak
@@ -650,15 +631,9 @@ public final class Engine: @unchecked Sendable {
         for (fleet, values) in fleetResults.enumerated() {
             result.counters.add(values.counters)
             result.latency.add(values.latency)
-            result.foreignMessages += values.foreignMessages
-            result.retainedOnSubscribe += values.retainedOnSubscribe
-            result.droppedSlots += values.droppedSlots
-            result.abandonedPublishes += values.abandonedPublishes
-            result.unsentAtEnd += values.unsentAtEnd
-            result.unackedAtEnd.add(values.unackedAtEnd)
             result.generatorLag.add(values.generatorLag)
             result.network.add(values.network)
-            for qos in 0..<3 { result.delivery[qos].add(values.delivery[qos]) }
+            result.delivery.add(values.delivery)
             result.fleets[fleets[fleet].configuration.name] = values
         }
         result.timeline = merger.timeline
@@ -927,38 +902,34 @@ public enum SendPath: String, Sendable, Equatable {
     }
 }
 
-/// The merged measurements of a run.
-public struct EngineResult: Sendable {
+/// The measurements a run and each of its fleets share: counters, latencies, delivery accounting, the
+/// generator's lateness and the emulated network, each merged with its own `add`.
+public struct EngineMeasurements: Sendable {
+    /// Everything counted, from the lanes' `FleetLaneMetrics.counters` added up (report.json's connections,
+    /// messages, ack timeouts, requests, offline, churn and transport errors, the generator's counts).
     public var counters = ClientCounters()
     public var latency = LatencyRecorder()
-    /// Delivery accounting by the publishing stream's QoS (index 0, 1, 2).
-    public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
-    /// The most clients connected at once during the run, across every lane.
+    /// Delivery accounting by the publishing stream's QoS: what the subscribers received (shared-subscription
+    /// groups count once, for the fleet of their first member).
+    public var delivery = PerQoS(repeating: DeliveryCounts())
+    /// The most clients connected at once, across every lane.
     public var peakConnected = 0
-    /// Arrivals without a fleetbench header or with another run's id (`delivery.foreign`).
-    public var foreignMessages: UInt64 = 0
-    /// Retained messages handed over on subscribe (`delivery.retained_on_subscribe`), outside the delivery
-    /// accounting and latencies.
-    public var retainedOnSubscribe: UInt64 = 0
-    public var droppedSlots: UInt64 = 0
-    public var abandonedPublishes: UInt64 = 0
-    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
-    public var unsentAtEnd: UInt64 = 0
-    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
-    public var unackedAtEnd = PerQoSCounts()
     /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
     public var generatorLag = HDRHistogram()
-    /// Emulated network conditions over every fleet (`Lane+Network`).
+    /// Emulated network conditions (`Lane+Network`); zero without a `network` profile.
     public var network = NetworkCounters()
+
+    public init() {}
+}
+
+/// The merged measurements of a run.
+@dynamicMemberLookup
+public struct EngineResult: Sendable {
+    /// Over every fleet.
+    public var total = EngineMeasurements()
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
-    /// 0 means every receive time was taken as soon as the bytes could be read.
+    /// 0 means every receive time was taken as soon as the bytes could be read. The lanes', not a fleet's.
     public var coalescingPauses: UInt64 = 0
-    /// Fallbacks from the batching of acks: a connection's broker held acks back below a raised SO_RCVLOWAT
-    /// (Nagle's algorithm on: mosquitto's default), and it was read at every byte until re-armed
-    /// (`Lane.probeLowWatermark`, `EngineConfiguration.ackBatchingRetry`).
-    public var lowWatermarkFallbacks: UInt64 = 0
-    /// Times a fallen-back connection had its batching re-armed after its back-off.
-    public var lowWatermarkRearms: UInt64 = 0
     /// How the lanes' writes went out: one io_uring submission per turn, one send(2) per connection, or both
     /// (a lane's ring failed during the run and it fell back).
     public var sendPath = SendPath.send
@@ -982,57 +953,22 @@ public struct EngineResult: Sendable {
     /// The run's start (monotonic ns); interval and phase times are on the same clock.
     public var origin: UInt64 = 0
     public var phases = EnginePhaseTimes()
-    /// TLS and WebSocket failures by their reason text ("certificate verify failed: ...", "WebSocket upgrade
-    /// refused: HTTP 404 ..."), connect failures and closed connections alike; the counters keep the kind.
-    public var transportErrors: [String: UInt64] = [:]
     /// Segmented runs: the delivery data `fleetbench merge` needs to settle accounting across segments.
     public var segment: SegmentDelivery?
 
     public init() {}
+
+    /// `result.counters`, `result.latency`, ...: the run's total measurements.
+    public subscript<Value>(dynamicMember path: WritableKeyPath<EngineMeasurements, Value>) -> Value {
+        get { total[keyPath: path] }
+        set { total[keyPath: path] = newValue }
+    }
 }
 
 /// One fleet's share of a run.
+@dynamicMemberLookup
 public struct EngineFleetResult: Sendable {
-    public var counters = ClientCounters()
-    public var latency = LatencyRecorder()
-    /// What this fleet's subscribers received, by the publishing stream's QoS (index 0, 1, 2). Shared-subscription
-    /// groups count here once, for the fleet of their first member.
-    public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
-    /// The most of this fleet's clients connected at once, across every lane.
-    public var peakConnected = 0
-    /// Arrivals without a fleetbench header or with another run's id (`delivery.foreign`).
-    public var foreignMessages: UInt64 = 0
-    /// Retained messages handed over on subscribe (`delivery.retained_on_subscribe`), outside the delivery
-    /// accounting and latencies.
-    public var retainedOnSubscribe: UInt64 = 0
-    public var droppedSlots: UInt64 = 0
-    public var abandonedPublishes: UInt64 = 0
-    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
-    public var unsentAtEnd: UInt64 = 0
-    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
-    public var unackedAtEnd = PerQoSCounts()
-    /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
-    public var generatorLag = HDRHistogram()
-
-    /// Responder side: requests answered, and requests that could not be (no reply topic, window full, closed).
-    public var requestsAnswered: UInt64 = 0
-    public var requestsUnanswered: UInt64 = 0
-    /// Requester side: requests sent, replies received to them (round trips in `latency`, kind
-    /// `.requestResponse`), and replies later than the request stream's timeout.
-    public var requestsSent: UInt64 = 0
-    public var responsesReceived: UInt64 = 0
-    public var responsesLate: UInt64 = 0
-    /// Requests without a reply by the end of the run, plus late replies.
-    public var requestsTimedOut: UInt64 {
-        (requestsSent > responsesReceived ? requestsSent - responsesReceived : 0) &+ responsesLate
-    }
-    /// Churn disconnects that found no connected client of the fleet on their lane.
-    public var churnSkipped: UInt64 = 0
-    /// Offline store-and-forward: buffered, flushed and overflowed messages (`OfflineBuffer`).
-    public var offline = OfflineCounts()
-    /// What the fleet's emulated links did (`Lane+Network`), over all its profiles, with the outages of its
-    /// clients without one (`tunnel` stages); zero without any.
-    public var network = NetworkCounters()
+    public var measurements = EngineMeasurements()
     /// The fleet's clients with a profile (⌊count × fraction⌋ for a single one).
     public var networkClients = 0
     /// Per profile of `EngineFleet.networks`, in its order: its clients and what their links did.
@@ -1045,12 +981,16 @@ public struct EngineFleetResult: Sendable {
         networkProfiles[profile].clients += 1
         networkProfiles[profile].counters.add(counters)
         networkClients += 1
-        network.add(counters)
+        measurements.network.add(counters)
     }
-    /// This fleet's TLS and WebSocket failures by reason text (see `EngineResult.transportErrors`).
-    public var transportErrors: [String: UInt64] = [:]
 
     public init() {}
+
+    /// `fleet.counters`, `fleet.latency`, ...: the fleet's measurements.
+    public subscript<Value>(dynamicMember path: WritableKeyPath<EngineMeasurements, Value>) -> Value {
+        get { measurements[keyPath: path] }
+        set { measurements[keyPath: path] = newValue }
+    }
 }
 
 extension Lane {

@@ -335,7 +335,7 @@ extension Lane {
         clients[client].lowWatermarkRearmIn = backoff
         clients[client].lowWatermarkProbation = 0
         clients[client].brokerHoldsAcks = true
-        metrics.lowWatermarkFallbacks &+= 1
+        metrics.fleets[clients[client].fleet].counters.lowWatermarkFallbacks &+= 1
     }
 
     /// A window refill of a fallen-back connection: one step of its back-off; at the last, the batching is
@@ -347,7 +347,7 @@ extension Lane {
         clients[client].brokerHoldsAcks = false
         clients[client].lowWatermarkStalls = 0
         clients[client].lowWatermarkProbation = configuration.ackBatchingRetry.probationRounds
-        metrics.lowWatermarkRearms &+= 1
+        metrics.fleets[clients[client].fleet].counters.lowWatermarkRearms &+= 1
     }
 
     /// Acks were read and this turn writes nothing back: the kernel would delay its TCP acknowledgement (40 ms

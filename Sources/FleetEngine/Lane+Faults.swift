@@ -47,7 +47,7 @@ extension Lane {
                 if let victim = pickConnected(fleet: fleet, random: &churns[plan].random) {
                     disconnectForChurn(victim)
                 } else {
-                    metrics.fleets[fleet].churnSkipped += 1
+                    metrics.fleets[fleet].counters.churnSkipped += 1
                 }
                 churns[plan].remaining -= 1
                 churns[plan].next &+= churns[plan].spacing

@@ -102,7 +102,7 @@ extension Lane {
                     let due = schedule.slotsDue(by: now)
                     unsent &+= offlineUnsentAtEnd(client, stream: stream, due: due)
                 }
-                metrics.fleets[clients[client].fleet].unsentAtEnd &+= unsent
+                metrics.fleets[clients[client].fleet].counters.unsentAtEnd &+= unsent
             }
         }
     }
@@ -112,8 +112,8 @@ extension Lane {
     func countUnackedAtEnd() {
         for client in clients.indices {
             let awaiting = clients[client].session.awaitingWithinDeadline
-            metrics.fleets[clients[client].fleet].unackedAtEnd.qos1 &+= UInt64(awaiting.qos1)
-            metrics.fleets[clients[client].fleet].unackedAtEnd.qos2 &+= UInt64(awaiting.qos2)
+            metrics.fleets[clients[client].fleet].counters.unackedAtEnd.qos1 &+= UInt64(awaiting.qos1)
+            metrics.fleets[clients[client].fleet].counters.unackedAtEnd.qos2 &+= UInt64(awaiting.qos2)
         }
     }
 
@@ -222,7 +222,7 @@ extension Lane {
                 }
                 if !clients[client].offline.isEmpty { sentFromBacklog(client, stream: stream, schedule: &schedule) }
             }
-            metrics.fleets[clients[client].fleet].droppedSlots &+= turn.dropped
+            metrics.fleets[clients[client].fleet].counters.droppedSlots &+= turn.dropped
             if clients[client].streams[stream].pending == nil, let next = schedule.nextIntendedTime {
                 earliest = min(earliest, next)
             }
@@ -302,7 +302,7 @@ extension Lane {
         case .sent:
             metrics.fleets[clients[client].fleet].counters.published[qos] += 1
             progress.setPublished(Int(streamID), sequence &+ 1)
-            if clients[client].streams[stream].request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
+            if clients[client].streams[stream].request != nil { metrics.fleets[clients[client].fleet].counters.requestsSent += 1 }
             // A closed-model message has no intended time of its own: no schedule lag, no generator lag.
             if closed { return true }
             // Lag at the actual send: a message first refused by a full window goes out later than the turn
@@ -316,7 +316,7 @@ extension Lane {
             clients[client].awaitingWindow = true
             return false
         case .notConnected, .packetTooLarge, .qosNotSupported:
-            metrics.fleets[clients[client].fleet].droppedSlots += 1
+            metrics.fleets[clients[client].fleet].counters.droppedSlots += 1
             return true
         }
     }

@@ -9,7 +9,7 @@ import Glibc
 ///
 /// Connect: TCP connect -> TLS handshake (`.tlsHandshake` latency) -> WebSocket upgrade (`.wsUpgrade`) -> CONNECT,
 /// all within the connect timeout. A failure in a layer closes that one client with the layer's reason text,
-/// kept in `FleetLaneMetrics.transportErrors`.
+/// kept in `ClientCounters.transportErrors`.
 extension Lane {
     // MARK: Connect
 
@@ -148,14 +148,7 @@ extension Lane {
     }
 
     func recordTransportError(_ client: Int, _ text: String) {
-        let fleet = clients[client].fleet
-        if metrics.fleets[fleet].transportErrors[text] != nil
-            || metrics.fleets[fleet].transportErrors.count < LaneMetrics.transportErrorKinds
-        {
-            metrics.fleets[fleet].transportErrors[text, default: 0] += 1
-        } else {
-            metrics.fleets[fleet].transportErrors["other transport error", default: 0] += 1
-        }
+        metrics.fleets[clients[client].fleet].counters.recordTransportError(text)
     }
 
     // MARK: Reading

@@ -88,7 +88,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             }
             if ack.kind != .pubRec { windowOpened = true }
         case .publishDropped:
-            lane.metrics.fleets[fleet].abandonedPublishes += 1
+            lane.metrics.fleets[fleet].counters.abandonedPublishes += 1
         case .subscribed:
             subscribed = true
         case .subscriptionNotGranted(_, _, let result):
@@ -124,18 +124,18 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             return
         }
         guard let header = try? EndToEndHeader.read(from: payload) else {
-            lane.metrics.fleets[fleet].foreignMessages += 1
+            lane.metrics.fleets[fleet].counters.foreignMessages += 1
             return
         }
         if message.retain, retainedOnSubscribe(header) {
             // Stored by the broker and handed over because of a SUBSCRIBE: not a delivery of the stream as it
             // is published, so outside the exactly-once accounting and the latency histograms.
-            lane.metrics.fleets[fleet].retainedOnSubscribe += 1
+            lane.metrics.fleets[fleet].counters.retainedOnSubscribe += 1
             return
         }
         guard header.runID == lane.runID else {
             // Another run's message (or a header from before run ids): not this run's to count.
-            lane.metrics.fleets[fleet].foreignMessages += 1
+            lane.metrics.fleets[fleet].counters.foreignMessages += 1
             return
         }
         let sentAt = header.sentTime
@@ -144,9 +144,9 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             // not an end-to-end delivery.
             lane.metrics.fleets[fleet].latency.record(.requestResponse, intendedAt: header.intendedTime, sentAt: sentAt,
                                                       completedAt: now)
-            lane.metrics.fleets[fleet].responsesReceived += 1
+            lane.metrics.fleets[fleet].counters.responsesReceived += 1
             let timeout = requestTimeouts[Int(header.streamID - ownStreams.lowerBound)]
-            if timeout > 0 && now &- header.intendedTime > timeout { lane.metrics.fleets[fleet].responsesLate += 1 }
+            if timeout > 0 && now &- header.intendedTime > timeout { lane.metrics.fleets[fleet].counters.responsesLate += 1 }
             return
         }
         // Someone else's request or reply (3.1.1 reply filters catch every requester's replies): no accounting.

@@ -112,7 +112,7 @@ struct EngineNetworkTests {
                                                 lanes: 2, drainTimeout: 3_000_000_000)
         let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
         EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
-        #expect(result.transportErrors.isEmpty)
+        #expect(result.counters.transportErrors.isEmpty)
         // Up 20 ms and down 20 ms for the PUBACK; publisher's up and subscriber's down for a delivery.
         #expect(result.latency.histogram(.puback, from: .intended).min >= 40_000)
         #expect(result.latency.histogram(.endToEnd, from: .intended).min >= 40_000)
@@ -301,7 +301,7 @@ struct EngineNetworkTests {
                                                 lanes: 2, drainTimeout: 3_000_000_000)
         let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
         EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
-        #expect(result.transportErrors.isEmpty)
+        #expect(result.counters.transportErrors.isEmpty)
         let tcp = result.latency.histogram(.tcpConnect, from: .sent)
         #expect(tcp.totalCount == 5)
         #expect(tcp.min >= 80_000)
@@ -376,7 +376,7 @@ struct EngineNetworkTests {
         #expect(fleet.counters.disconnects[.tunnel] == 4)
         #expect(fleet.counters.published[.atLeastOnce] == 120)
         #expect(fleet.counters.acked[.atLeastOnce] == 120)
-        #expect(fleet.abandonedPublishes == 0)
+        #expect(fleet.counters.abandonedPublishes == 0)
         // Every PUBACK has its sample, resends included (they were without one before).
         #expect(fleet.latency.histogram(.puback, from: .sent).totalCount == 120)
         #expect(fleet.latency.histogram(.pubackBrokerSide, from: .sent).totalCount == 120)

@@ -93,7 +93,7 @@ struct LaneReceiveSplitTests {
                 phase: lane.clients[0].phase, ready: lane.clients[0].isReady,
                 connectsSucceeded: fleet.counters.connectsSucceeded,
                 received: [fleet.counters.received[.atMostOnce], fleet.counters.received[.atLeastOnce]],
-                foreign: fleet.foreignMessages, endToEnd: values(.endToEnd, .intended),
+                foreign: fleet.counters.foreignMessages, endToEnd: values(.endToEnd, .intended),
                 connectLatency: values(.connect, .sent), subscribeLatency: values(.subscribe, .sent),
                 delivered: delivery.received, unique: delivery.unique, pendingInbound: lane.clients[0].inbound.count)
         }
