@@ -1058,16 +1058,11 @@ extension Lane {
         now = MonotonicClock.now()
         for client in clients.indices {
             wheel.cancelAll(client: client)
-            if clients[client].phase == .connected {
-                clients[client].session.disconnect(now: now, into: &scratch)
-                stage(client)
-                flush(client)
-                metrics.fleets[clients[client].fleet].counters.recordDisconnect(.clientInitiated)
-                markDisconnected(client)
-            }
+            if clients[client].phase == .connected { sayGoodbye(client) }
+            // A client whose DISCONNECT could not be flushed was torn down by that failure already (finished:
+            // the run is stopping); this one then only closes what is left.
+            tearDown(client, clients[client].connection.runEnded())
             entitlementFinish(client)
-            closeSocket(client, abortive: false)
-            clients[client].phase = .finished
         }
         dirty.removeAll()
     }

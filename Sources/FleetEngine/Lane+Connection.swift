@@ -8,32 +8,32 @@ import MQTTSession
 extension Lane {
     // MARK: Connect
 
+    /// The connect timer: start an attempt if the client is idle and its fleet's pacer allows.
     func startConnect(_ client: Int) {
-        guard !stopping, clients[client].phase == .idle else { return }
         let fleet = clients[client].fleet
-        guard pacers[fleet].mayStart(now: now) else {
-            // Paced: try again when the pacer allows (or within a tick if only the in-flight cap is full).
-            let next = pacers[fleet].nextAllowedTime(now: now) ?? (now &+ wheel.tickNanoseconds)
-            wheel.schedule(client: client, kind: TimerKind.connect, deadline: max(next, now &+ 1))
+        let connectTimeout = fleets[fleet].configuration.connectTimeout
+        let start = clients[client].connection.connectTimerFired(
+            now: now, stopping: stopping, pacer: &pacers[fleet], tick: wheel.tickNanoseconds, connectTimeout: connectTimeout)
+        switch start {
+        case .none:
             return
-        }
-        pacers[fleet].started(now: now)
-        metrics.fleets[clients[client].fleet].counters.connectsAttempted += 1
-        if clients[client].hasConnectedBefore { metrics.fleets[clients[client].fleet].counters.reconnects += 1 }
-        clients[client].connectStartedAt = now
-        let broker = clients[client].broker
-        do {
-            let socket = try TCPSocket.makeNonBlocking(family: broker.family)
-            clients[client].socket = socket
-            if let source = clients[client].source { try socket.bind(to: source) }
-            try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
-            clients[client].wantsWritable = true
-            clients[client].phase = .connecting
-            wheel.schedule(client: client, kind: TimerKind.connectTimeout,
-                           deadline: now &+ fleets[fleet].configuration.connectTimeout)
-            if try socket.connect(to: broker) == .connected { tcpConnected(client) }
-        } catch {
-            connectFailed(client, reason: Self.connectFailure(error))
+        case .paced(let retryAt):
+            wheel.schedule(client: client, kind: TimerKind.connect, deadline: retryAt)
+        case .open(let isReconnect, let timeoutAt):
+            metrics.fleets[fleet].counters.connectsAttempted += 1
+            if isReconnect { metrics.fleets[fleet].counters.reconnects += 1 }
+            let broker = clients[client].broker
+            do {
+                let socket = try TCPSocket.makeNonBlocking(family: broker.family)
+                clients[client].socket = socket
+                if let source = clients[client].source { try socket.bind(to: source) }
+                try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
+                clients[client].wantsWritable = true
+                wheel.schedule(client: client, kind: TimerKind.connectTimeout, deadline: timeoutAt)
+                if try socket.connect(to: broker) == .connected { tcpConnected(client) }
+            } catch {
+                connectFailed(client, reason: Self.connectFailure(error))
+            }
         }
     }
 
@@ -46,7 +46,7 @@ extension Lane {
             connectFailed(client, reason: Self.connectFailure(error))
             return
         }
-        metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
+        metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connection.connectStartedAt, completedAt: now)
         if receiveRing != nil { armRingReceive(client) }
         guard clients[client].socket != nil else { return }
         if let endpoint = clients[client].endpoint {
@@ -57,18 +57,35 @@ extension Lane {
     }
 
     func connectTimedOut(_ client: Int) {
-        switch clients[client].phase {
-        case .connecting:
-            connectFailed(client, reason: .timeout)
-        case .handshaking:
+        switch connectionEvent(client, { $0.connectTimeoutFired(now: now, reconnect: $2, random: &$1) }) {
+        case .none:
+            break
+        case .handshakeTimedOut:
             handshakeTimedOut(client)
-        case .awaitingConnAck:
+        case .tcpTimedOut(let teardown):
+            tearDown(client, teardown)
+        case .connAckTimedOut(let teardown):
             // The session reports the CONNACK deadline itself (counted by kind); this only backs it up.
             metrics.fleets[clients[client].fleet].counters.ackTimeouts[.connack] += 1
-            connectFailed(client, reason: .connackTimeout)
-        default:
-            break
+            tearDown(client, teardown)
         }
+    }
+
+    /// An event of the client's connection machine that may end the connection: it gets the fleet's reconnect
+    /// policy and the client's random generator (taken out and put back: both live in the client).
+    @inline(__always)
+    func connectionEvent<Result>(
+        _ client: Int,
+        _ event: (inout ClientConnectionMachine, inout SeededRandom, ClientConnectionMachine.Reconnect) -> Result
+    ) -> Result {
+        let reconnect = ClientConnectionMachine.Reconnect(policy: fleets[clients[client].fleet].configuration.reconnect,
+                                                          stopping: stopping)
+        var machine = clients[client].connection
+        var random = clients[client].random
+        let result = event(&machine, &random, reconnect)
+        clients[client].connection = machine
+        clients[client].random = random
+        return result
     }
 
     static func connectFailure(_ error: any Error) -> ConnectFailureReason {
@@ -80,40 +97,56 @@ extension Lane {
 
     /// A connect that did not reach CONNACK: count it, close, and follow the reconnect policy.
     func connectFailed(_ client: Int, reason: ConnectFailureReason) {
-        metrics.fleets[clients[client].fleet].counters.recordConnectFailure(reason)
-        pacers[clients[client].fleet].finished()
-        closeSocket(client, abortive: false)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client)
+        tearDown(client, connectionEvent(client) { $0.connectFailed(reason, now: now, reconnect: $2, random: &$1) })
     }
 
-    /// A connection that was established and is now gone.
+    /// CONNACK with a failure code (counted per code; the policy decides the reconnect).
+    func connAckRefused(_ client: Int, code: UInt8) {
+        tearDown(client, connectionEvent(client) { $0.connAckRefused(code: code, now: now, reconnect: $2, random: &$1) })
+    }
+
+    /// The connection ended or broke (before CONNACK: the connect failed).
     func connectionLost(_ client: Int, reason: DisconnectReason) {
-        let phase = clients[client].phase
-        if phase == .handshaking {
-            handshakeInterrupted(client, reason: reason)
-            return
+        switch connectionEvent(client, { $0.linkLost(reason, now: now, reconnect: $2, random: &$1) }) {
+        case .ignored: break
+        case .handshakeInterrupted: handshakeInterrupted(client, reason: reason)
+        case .tearDown(let teardown): tearDown(client, teardown)
         }
-        if phase == .connecting || phase == .awaitingConnAck {
-            let failure: ConnectFailureReason
-            switch reason {
-            case .protocolError: failure = .protocolError
-            case .ackTimeout(.connack): failure = .connackTimeout
-            case .socketError(let code): failure = code == ECONNREFUSED ? .refused : .socketError(errno: code)
-            default: failure = .closedBeforeConnack
-            }
-            connectFailed(client, reason: failure)
-            return
+    }
+
+    /// The one way a client's connection ends, whatever ended it (a failed connect, a lost link, a refused
+    /// CONNACK, a tunnel, an emulated drop or outage, churn, the end of the run), as its connection machine
+    /// decided: count it, give back what the attempt or connection held (the pacer's slot before CONNACK, the
+    /// connected gauges and entitlement windows after), close the socket, tell the session, cancel the
+    /// connection's timers, and arm the reconnect.
+    func tearDown(_ client: Int, _ teardown: Teardown) {
+        let fleet = clients[client].fleet
+        switch teardown.record {
+        case .connectFailure(let reason): metrics.fleets[fleet].counters.recordConnectFailure(reason)
+        case .disconnect(let reason): metrics.fleets[fleet].counters.recordDisconnect(reason)
+        case .nothing: break
         }
-        guard clients[client].phase == .connected else { return }
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(reason)
-        markDisconnected(client)
-        closeSocket(client, abortive: false)
-        // Only `.requestAbandoned` comes out of this call: nothing the lane records.
+        switch teardown.released {
+        case .connection: markDisconnected(client)
+        case .connectSlot: pacers[fleet].finished()
+        case .nothing: break
+        }
+        closeSocket(client, abortive: teardown.close == .abortive)
         var discard = DiscardingSessionSink()
+        // Only `.requestAbandoned` comes out of this call: nothing the lane records.
         clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client)
+        wheel.cancel(client: client, kind: TimerKind.session)
+        wheel.cancel(client: client, kind: TimerKind.publish)
+        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
+        if case .reconnect(let at) = teardown.next { wheel.schedule(client: client, kind: TimerKind.connect, deadline: at) }
+    }
+
+    /// DISCONNECT, written and flushed at once (churn, end of run); the close follows. A failed flush tears
+    /// the connection down as lost.
+    func sayGoodbye(_ client: Int) {
+        clients[client].session.disconnect(now: now, into: &scratch)
+        stage(client)
+        flush(client)
     }
 
     func markConnected(_ client: Int) {
@@ -129,27 +162,6 @@ extension Lane {
         gauges.total.decrement()
         gauges.fleets[clients[client].fleet].decrement()
         metrics.fleets[clients[client].fleet].connected -= 1
-    }
-
-    /// `firstDelay` replaces the policy's delay for this attempt (a tunnel's outage), not its decision.
-    func scheduleReconnect(_ client: Int, firstDelay: UInt64? = nil) {
-        wheel.cancel(client: client, kind: TimerKind.session)
-        wheel.cancel(client: client, kind: TimerKind.publish)
-        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
-        clients[client].phase = .idle
-        guard !stopping else {
-            clients[client].phase = .finished
-            return
-        }
-        clients[client].attempt += 1
-        let policy = fleets[clients[client].fleet].configuration.reconnect
-        switch policy.decision(forAttempt: clients[client].attempt, random: &clients[client].random) {
-        case .retry(let delay):
-            wheel.schedule(client: client, kind: TimerKind.connect, deadline: now &+ (firstDelay ?? delay))
-        case .giveUp:
-            clients[client].phase = .finished
-            clients[client].isReady = true
-        }
     }
 
     func closeSocket(_ client: Int, abortive: Bool) {

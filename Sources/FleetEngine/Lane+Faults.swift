@@ -16,33 +16,20 @@ extension Lane {
     /// its will. It reconnects by its fleet's policy, with `outage` in place of the first reconnect delay.
     /// False when the client was not connected (any more).
     func cutForTunnel(_ client: Int, outage: UInt64) -> Bool {
-        guard !stopping, client < clients.count, clients[client].phase == .connected else { return false }
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.tunnel)
-        markDisconnected(client)
-        closeSocket(client, abortive: true)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client, firstDelay: outage)
+        guard client < clients.count,
+              let teardown = connectionEvent(client, {
+                  $0.linkCut(.tunnel, outage: outage, now: now, reconnect: $2, random: &$1)
+              }) else { return false }
+        tearDown(client, teardown)
         return true
     }
 
     /// Disconnects a connected client cleanly (DISCONNECT, then close) and reconnects it at once (paced by its
     /// fleet's pacer). A clean disconnect is not a failure: the reconnect policy's attempt count is untouched.
     func disconnectForChurn(_ client: Int) {
-        clients[client].session.disconnect(now: now, into: &scratch)
-        stage(client)
-        flush(client)
-        guard clients[client].phase == .connected else { return }  // the flush itself may have failed
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.churn)
-        markDisconnected(client)
-        closeSocket(client, abortive: false)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        wheel.cancel(client: client, kind: TimerKind.session)
-        wheel.cancel(client: client, kind: TimerKind.publish)
-        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
-        clients[client].phase = .idle
-        wheel.schedule(client: client, kind: TimerKind.connect, deadline: now)
+        sayGoodbye(client)
+        // Nil when the flush itself failed: that loss was torn down already.
+        if let teardown = clients[client].connection.churned(now: now) { tearDown(client, teardown) }
     }
 
     func addChurn(_ plan: ChurnPlan) {

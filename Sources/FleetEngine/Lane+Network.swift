@@ -249,12 +249,8 @@ extension Lane {
     }
 
     private func cutLink(_ client: Int, reason: DisconnectReason, outage: UInt64?) {
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(reason)
-        markDisconnected(client)
-        closeSocket(client, abortive: true)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client, firstDelay: outage)
+        let cut = connectionEvent(client) { $0.linkCut(reason, outage: outage, now: now, reconnect: $2, random: &$1) }
+        if let cut { tearDown(client, cut) }
     }
 
     /// A closed connection: nothing queued on the emulated link survives it.

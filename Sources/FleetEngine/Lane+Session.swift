@@ -6,27 +6,21 @@ import MQTTSession
 /// The lane's side of each client's MQTT session: CONNACK, subscriptions, deadlines, publishing.
 extension Lane {
     func sessionConnected(_ client: Int, sessionPresent: Bool) {
-        guard clients[client].phase == .awaitingConnAck else { return }
+        let hasSubscriptions = !clients[client].subscriptions.isEmpty
+        guard let connected = clients[client].connection.connAckAccepted(
+            sessionPresent: sessionPresent, now: now, hasSubscriptions: hasSubscriptions) else { return }
+        let fleet = clients[client].fleet
         wheel.cancel(client: client, kind: TimerKind.connectTimeout)
-        pacers[clients[client].fleet].finished()
-        metrics.fleets[clients[client].fleet].counters.connectsSucceeded += 1
-        metrics.fleets[clients[client].fleet].latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
-        clients[client].phase = .connected
-        clients[client].attempt = 0
+        pacers[fleet].finished()
+        metrics.fleets[fleet].counters.connectsSucceeded += 1
+        metrics.fleets[fleet].latency.record(.connect, startedAt: connected.connectSentAt, completedAt: now)
         clients[client].sendableSince = now
         markConnected(client)
         entitlementConnected(client, sessionPresent: sessionPresent)
-        let firstTime = !clients[client].hasConnectedBefore
-        clients[client].hasConnectedBefore = true
-        if !firstTime { restartOnConnectStreams(client) }
-        // Without a session the client subscribes again now (below, or the session does it by itself).
-        if !sessionPresent { clients[client].subscribeSentAt = now }
+        if !connected.firstTime { restartOnConnectStreams(client) }
         // The session re-subscribes by itself when the broker lost the session; the first time, we subscribe.
-        if firstTime && !clients[client].subscriptions.isEmpty {
-            clients[client].subscribeSentAt = now
+        if connected.subscribe {
             _ = clients[client].session.subscribe(clients[client].subscriptions, now: now, into: &scratch)
-        } else if firstTime {
-            clients[client].isReady = true
         }
         stage(client)
         if publishing { startPublishing(client) }
@@ -34,9 +28,8 @@ extension Lane {
 
     func subscriptionConfirmed(_ client: Int) {
         entitlementSubscribed(client)
-        if !clients[client].isReady {
-            metrics.fleets[clients[client].fleet].latency.record(.subscribe, startedAt: clients[client].subscribeSentAt, completedAt: now)
-            clients[client].isReady = true
+        if let subscribedAt = clients[client].connection.subAckReceived() {
+            metrics.fleets[clients[client].fleet].latency.record(.subscribe, startedAt: subscribedAt, completedAt: now)
         }
     }
 

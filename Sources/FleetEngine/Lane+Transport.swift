@@ -15,7 +15,7 @@ extension Lane {
 
     /// TCP is up: start the first layer of the endpoint.
     func startLayers(_ client: Int, _ endpoint: TransportEndpoint) {
-        clients[client].phase = .handshaking
+        clients[client].connection.handshakeStarted()
         if let tls = endpoint.tls {
             let index = clients[client].indexInFleet
             let certificate = tls.clientCertificate?(index, clients[client].session.clientID)
@@ -102,10 +102,9 @@ extension Lane {
 
     /// Every layer is up: write CONNECT. The connect timeout is over; the CONNACK deadline counts from here.
     func startSession(_ client: Int) {
-        clients[client].phase = .awaitingConnAck
-        clients[client].connectSentAt = now
-        wheel.schedule(client: client, kind: TimerKind.connectTimeout,
-                       deadline: now &+ clients[client].session.settings.timeouts.connAck)
+        let connAckTimeout = clients[client].session.settings.timeouts.connAck
+        let deadline = clients[client].connection.connectWritten(now: now, connAckTimeout: connAckTimeout)
+        wheel.schedule(client: client, kind: TimerKind.connectTimeout, deadline: deadline)
         clients[client].session.connect(now: now, into: &scratch)
         stage(client)
         scheduleSessionDeadline(client)
@@ -203,7 +202,7 @@ extension Lane {
             metrics.fleets[clients[client].fleet].latency.record(.wsUpgrade, startedAt: transport.stageStartedAt, completedAt: now)
             transport.upgrade = nil
             let maskSeed = configuration.seed ^ (UInt64(clients[client].globalIndex) &* 0x9E37_79B9_7F4A_7C15)
-                ^ UInt64(clients[client].attempt)
+                ^ UInt64(clients[client].connection.attempt)
             transport.webSocket = WebSocketClientFraming(
                 maskSeed: maskSeed, maximumPayloadLength: clients[client].endpoint?.webSocket?.maximumFrameLength ?? 1 << 20)
             transport.stage = .open

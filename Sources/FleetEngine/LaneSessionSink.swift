@@ -108,10 +108,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         case .serverDisconnected(let code, _):
             closeReason = .serverDisconnect(reasonCode: code.rawValue)
         case .closeConnection(let reason):
-            switch reason.cause {
-            case .ackTimeout(let kind): closeReason = .ackTimeout(AckKind(kind))
-            case .malformedPacket, .protocolViolation: closeReason = .protocolError
-            }
+            closeReason = DisconnectReason(sessionClose: reason)
         }
     }
 
@@ -177,7 +174,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     /// latest SUBSCRIBE can be (another run's cannot be told apart and stays foreign).
     private func retainedOnSubscribe(_ header: EndToEndHeader) -> Bool {
         guard retainAsPublished else { return true }
-        return header.runID == lane.runID && header.sentTime < lane.clients[client].subscribeSentAt
+        return header.runID == lane.runID && header.sentTime < lane.clients[client].connection.subscribeSentAt
     }
 
     /// Applies what the events asked for. Returns false when the connection was closed.
@@ -190,12 +187,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             }
         }
         if let refused {
-            lane.metrics.fleets[fleet].counters.recordConnectFailure(.connackRefused(code: refused.rawValue))
-            lane.pacers[lane.clients[client].fleet].finished()
-            lane.closeSocket(client, abortive: false)
-            var discard = DiscardingSessionSink()
-            lane.clients[client].session.connectionLost(now: lane.now, events: &discard)
-            lane.scheduleReconnect(client)
+            lane.connAckRefused(client, code: refused.rawValue)
             return false
         }
         if let sessionPresent = connected { lane.sessionConnected(client, sessionPresent: sessionPresent) }
@@ -215,6 +207,16 @@ struct DiscardingSessionSink: MQTTSessionEventHandler {
     mutating func sessionEvent(_ event: MQTTSessionEvent) {}
     mutating func messageReceived(
         _ message: MQTTReceivedMessage, topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) {}
+}
+
+extension DisconnectReason {
+    /// Why the lane closes a connection the session gave up on (an ack or ping timeout, bad bytes).
+    init(sessionClose reason: MQTTSessionCloseReason) {
+        switch reason.cause {
+        case .ackTimeout(let kind): self = .ackTimeout(AckKind(kind))
+        case .malformedPacket, .protocolViolation: self = .protocolError
+        }
+    }
 }
 
 extension AckKind {
