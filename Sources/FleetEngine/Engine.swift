@@ -15,8 +15,7 @@ public final class Engine: @unchecked Sendable {
     public let configuration: EngineConfiguration
     let lanes: [Lane]
     let fleets: [FleetRuntime]
-    /// Topic of every global stream id, and its QoS, for expected delivery counts.
-    let streamTopics: [String]
+    /// QoS of every global stream id, for expected delivery counts (topics are made when asked: `streamTopic`).
     let streamQoS: [MQTTQoS]
     /// False for streams without an end-to-end header (fixed text): no delivery expectations for them.
     let streamTracked: [Bool]
@@ -151,6 +150,14 @@ public final class Engine: @unchecked Sendable {
         self.fleets = fleets
         try Self.refuseAmbiguousRoutes(fleets: fleets, streamCount: firstStream)
         var perLane: [[SimulatedClient]] = Array(repeating: [], count: laneCount)
+        // Each lane's array made at its final size: grown by doubling, the copies of the old arrays raised the
+        // start's peak memory (VmHWM) by up to one more array of clients.
+        let totalClients = fleets.reduce(0) { $0 + $1.configuration.count }
+        var laneSizes = Array(repeating: 0, count: laneCount)
+        for global in 0..<totalClients where configuration.inSegment(global) {
+            laneSizes[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane] += 1
+        }
+        for lane in perLane.indices { perLane[lane].reserveCapacity(laneSizes[lane]) }
         var topics: [String] = Array(repeating: "", count: firstStream)
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
         var tracked: [Bool] = Array(repeating: true, count: firstStream)
@@ -332,7 +339,6 @@ public final class Engine: @unchecked Sendable {
             if plainByClient[global] != nil { entitledStreams[global] = plainStreams }
         }
         self.entitledStreams = entitledStreams
-        self.streamTopics = topics
         self.streamQoS = qos
         self.streamTracked = tracked
         self.streamLocal = streamLocal
@@ -507,11 +513,11 @@ public final class Engine: @unchecked Sendable {
             values.networkProfiles = Array(repeating: (0, NetworkCounters()), count: fleet.configuration.networks.count)
             return values
         }
-        let published = streamTopics.indices.map { progress.published($0) }
+        let published = streamTracked.indices.map { progress.published($0) }
         var segment = SegmentDelivery(fleetCount: fleets.count)
         segment.index = configuration.segmentIndex
         segment.count = configuration.segmentCount
-        for stream in streamTopics.indices where streamLocal[stream] && streamTracked[stream] && published[stream] > 0 {
+        for stream in streamTracked.indices where streamLocal[stream] && streamTracked[stream] && published[stream] > 0 {
             segment.published.append((stream, published[stream]))
         }
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
@@ -580,9 +586,10 @@ public final class Engine: @unchecked Sendable {
         // published while at least one member was entitled to it, once; a message that reached two members is a
         // duplicate, one published while no member was entitled is missed while offline. Counted once, for the fleet of the group's first
         // member in configuration order (a group whose members span fleets is not split between them).
+        let topics = shareGroups.isEmpty ? [] : streamTopics
         for (index, group) in shareGroups.enumerated() {
-            for stream in streamTopics.indices
-            where streamTracked[stream] && group.filters.contains(where: { MQTTTopic.matches(filter: $0, topic: streamTopics[stream]) }) {
+            for stream in streamTracked.indices
+            where streamTracked[stream] && group.filters.contains(where: { MQTTTopic.matches(filter: $0, topic: topics[stream]) }) {
                 let key = Self.groupDeliveryKey(index) | UInt64(stream)
                 var merged = DeliveryTracker()
                 var windows: [EntitlementWindow] = []
@@ -824,7 +831,9 @@ public final class Engine: @unchecked Sendable {
                 plain.append(subscription)
             }
         }
-        return (plain, shared)
+        // Nothing shared: the plain filters are the input, kept as the same array (the engine keeps them for
+        // every subscriber; a copy cost each vehicle a heap block).
+        return (shared.isEmpty ? subscriptions : plain, shared)
     }
 
     /// How long after the start the plan itself starts its last first connect: a fleet's start offset plus its
@@ -864,6 +873,21 @@ public final class Engine: @unchecked Sendable {
         let local = global / max(segments, 1)
         return (local % lanes, local / lanes)
     }
+
+    /// The topic of global stream `id`, made again from its fleet's configuration: keeping every stream's topic
+    /// for the whole run cost each vehicle a string it is asked for only in rare reports.
+    func streamTopic(_ id: Int) -> String {
+        for fleet in fleets where id >= fleet.firstStream && id < fleet.firstStream + fleet.streamCount {
+            let perClient = fleet.configuration.streams.count
+            let client = (id - fleet.firstStream) / perClient
+            return fleet.configuration.streams[(id - fleet.firstStream) % perClient]
+                .topic(client, fleet.configuration.clientID(client))
+        }
+        return ""
+    }
+
+    /// Every global stream's topic, in stream id order.
+    var streamTopics: [String] { streamTracked.indices.map(streamTopic) }
 
     /// The fleet of a global client index (clients are numbered fleet by fleet).
     func fleetOfGlobal(_ global: Int) -> Int {

@@ -37,6 +37,9 @@ final class Lane: @unchecked Sendable {
     let tlsScratch: UnsafeMutableRawBufferPointer
     var tlsPlaintext: [UInt8] = []
     var webSocketPayload: [UInt8] = []
+    /// The first-size blocks of the clients' outbound buffers, lent while a client has bytes to write.
+    let outboundBlocks: OutboundBlockPool
+    static let outboundBlockSize = 2048
     /// Session output of one call, appended to the client's outbound buffer afterwards.
     var scratch = MQTTByteBuffer(capacity: 64 * 1024)
     /// Requests received during one session call, answered right after it (the session cannot publish while
@@ -113,6 +116,11 @@ final class Lane: @unchecked Sendable {
         self.queue = DispatchQueue(label: "fleetbench.lane.\(index)", qos: .userInitiated)
         self.fleets = fleets
         self.configuration = configuration
+        // Idle blocks kept: as many as one turn can dirty (the epoll batch), at most one per client.
+        let outboundBlocks = OutboundBlockPool(blockSize: Self.outboundBlockSize, maximumFree: min(clients.count, 1024))
+        self.outboundBlocks = outboundBlocks
+        // The buffers are objects: lending them the pool leaves the array (still shared with the engine) as it is.
+        for client in clients { client.outbound.borrowBlocks(from: outboundBlocks) }
         self.clients = clients
         self.metrics = LaneMetrics(fleetCount: fleets.count, start: start)
         var fleetClients: [[Int]] = Array(repeating: [], count: fleets.count)

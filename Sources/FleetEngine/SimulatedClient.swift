@@ -149,7 +149,9 @@ struct SimulatedClient {
     /// When the client last became able to send again: connected, its window reopened or its socket drained.
     /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
     var sendableSince: UInt64 = 0
-    let outbound = OutboundBuffer(initialCapacity: 2048)
+    /// Bytes to write. Its 2 KiB block is lent by the lane's `outboundBlocks` while bytes wait, so an idle client
+    /// holds none (`Lane.init` lends it the pool).
+    let outbound = OutboundBuffer(initialCapacity: Lane.outboundBlockSize)
     /// Bytes of a packet not yet whole. Empty (no storage) for most clients most of the time.
     var inbound: [UInt8] = []
     var subscribePacketID: UInt16 = 0
