@@ -234,7 +234,7 @@ struct RunReportJSONTests {
         report.fleets[1].abandonedPublishes = 4
         report.fleets[1].requests = RequestSummary(sent: 50, answered: 47, timedOut: 3)
         let json = try Self.parsed(report)
-        #expect(try Self.object(json["requests"]) as NSDictionary == ["sent": 50, "answered": 47, "timed_out": 3])
+        #expect(try Self.object(json["requests"]) as NSDictionary == ["sent": 50, "answered": 47, "timed_out": 3, "late": 0, "responder_answered": 0, "responder_unanswered": 0])
         let fleets = try #require(json["fleets"] as? [[String: Any]])
         #expect(try Self.object(fleets[0]["downgrades"]) as NSDictionary
             == ["subscription_qos": 3, "subscription_refused": 0, "qos2_acked_as_qos1": 0])
@@ -244,8 +244,8 @@ struct RunReportJSONTests {
             == ["dropped_slots": 0, "unsent_at_end": 9, "abandoned_publishes": 0])
         #expect(try Self.object(fleets[1]["generator"]) as NSDictionary
             == ["dropped_slots": 2, "unsent_at_end": 3, "abandoned_publishes": 4])
-        #expect(try Self.object(fleets[0]["requests"]) as NSDictionary == ["sent": 0, "answered": 0, "timed_out": 0])
-        #expect(try Self.object(fleets[1]["requests"]) as NSDictionary == ["sent": 50, "answered": 47, "timed_out": 3])
+        #expect(try Self.object(fleets[0]["requests"]) as NSDictionary == ["sent": 0, "answered": 0, "timed_out": 0, "late": 0, "responder_answered": 0, "responder_unanswered": 0])
+        #expect(try Self.object(fleets[1]["requests"]) as NSDictionary == ["sent": 50, "answered": 47, "timed_out": 3, "late": 0, "responder_answered": 0, "responder_unanswered": 0])
         let back = try RunReport.parse(text: try report.jsonText())
         #expect(back.requests == RequestSummary(sent: 50, answered: 47, timedOut: 3))
         #expect(back.fleets.map(\.downgrades) == report.fleets.map(\.downgrades))
