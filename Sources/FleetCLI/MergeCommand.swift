@@ -421,6 +421,8 @@ struct MergeCommand: FleetCommand {
         // Segments' peaks need not coincide: their sum bounds the run's peak from above.
         sum.peakConnected &+= other.peakConnected
         sum.neverConnected &+= other.neverConnected
+        sum.retransmitted &+= other.retransmitted
+        sum.windowDecreases &+= other.windowDecreases
         sum.failuresByReason = addReasons(sum.failuresByReason, other.failuresByReason)
         sum.disconnectsByReason = addReasons(sum.disconnectsByReason, other.disconnectsByReason)
     }

@@ -11,6 +11,9 @@ extension Lane {
     func startConnect(_ client: Int) {
         guard !stopping, clients[client].phase == .idle else { return }
         let fleet = clients[client].fleet
+        let window = connectWindows.slot(of: clients[client].broker)
+        // A full window queues the client; the end of a connect to the same address wakes it.
+        guard connectWindows.admit(client, slot: window) else { return }
         guard pacers[fleet].mayStart(now: now) else {
             // Paced: try again when the pacer allows (or within a tick if only the in-flight cap is full).
             let next = pacers[fleet].nextAllowedTime(now: now) ?? (now &+ wheel.tickNanoseconds)
@@ -18,6 +21,7 @@ extension Lane {
             return
         }
         pacers[fleet].started(now: now)
+        connectWindows.started(slot: window)
         metrics.fleets[clients[client].fleet].counters.connectsAttempted += 1
         if clients[client].hasConnectedBefore { metrics.fleets[clients[client].fleet].counters.reconnects += 1 }
         clients[client].connectStartedAt = now
@@ -82,10 +86,25 @@ extension Lane {
     func connectFailed(_ client: Int, reason: ConnectFailureReason) {
         metrics.fleets[clients[client].fleet].counters.recordConnectFailure(reason)
         pacers[clients[client].fleet].finished()
+        connectWindowFinished(client, retransmitted: nil)
         closeSocket(client, abortive: false)
         var discard = DiscardingSessionSink()
         clients[client].session.connectionLost(now: now, events: &discard)
         scheduleReconnect(client)
+    }
+
+    /// The end of a connect (CONNACK, refusal, failure) for its broker address's window: `retransmitted` as in
+    /// `ConnectWindow.finished`. Wakes the clients the window now has places for.
+    func connectWindowFinished(_ client: Int, retransmitted: Bool?) {
+        let fleet = clients[client].fleet
+        if retransmitted == true { metrics.fleets[fleet].counters.connectsRetransmitted += 1 }
+        let decreased = connectWindows.finished(
+            slot: connectWindows.slot(of: clients[client].broker), startedAt: clients[client].connectStartedAt,
+            retransmitted: retransmitted, now: now
+        ) { waiting in
+            wheel.schedule(client: waiting, kind: TimerKind.connect, deadline: now &+ 1)
+        }
+        if decreased { metrics.fleets[fleet].counters.connectWindowDecreases += 1 }
     }
 
     /// A connection that was established and is now gone.

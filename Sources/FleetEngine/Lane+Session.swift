@@ -9,6 +9,7 @@ extension Lane {
         guard clients[client].phase == .awaitingConnAck else { return }
         wheel.cancel(client: client, kind: TimerKind.connectTimeout)
         pacers[clients[client].fleet].finished()
+        connectWindowFinished(client, retransmitted: clients[client].socket?.totalRetransmissions().map { $0 > 0 })
         metrics.fleets[clients[client].fleet].counters.connectsSucceeded += 1
         metrics.fleets[clients[client].fleet].latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
         clients[client].phase = .connected

@@ -192,6 +192,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         if let refused {
             lane.metrics.fleets[fleet].counters.recordConnectFailure(.connackRefused(code: refused.rawValue))
             lane.pacers[lane.clients[client].fleet].finished()
+            lane.connectWindowFinished(client, retransmitted: nil)
             lane.closeSocket(client, abortive: false)
             var discard = DiscardingSessionSink()
             lane.clients[client].session.connectionLost(now: lane.now, events: &discard)

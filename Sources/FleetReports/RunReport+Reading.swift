@@ -176,6 +176,8 @@ extension ConnectionSummary {
             failuresByReason: try object.object("failed_by_reason").reasonCounts(),
             disconnectsByReason: try object.object("disconnects_by_reason").reasonCounts())
         neverConnected = UInt64(try object.optionalNumber("never_connected") ?? 0)
+        retransmitted = UInt64(try object.optionalNumber("retransmitted") ?? 0)
+        windowDecreases = UInt64(try object.optionalNumber("window_decreases") ?? 0)
     }
 }
 

@@ -208,6 +208,10 @@ public struct ConnectionSummary: Equatable, Sendable {
     public var disconnectsByReason: [ReasonCount] = []
     /// Clients never accepted by a CONNACK during the whole run (absent from older reports: 0).
     public var neverConnected: UInt64 = 0
+    /// Connects that needed a retransmission (SYN or CONNECT sent again) to reach CONNACK, and how often a lane
+    /// halved its bound of connects in flight to a broker address for that (absent from older reports: 0).
+    public var retransmitted: UInt64 = 0
+    public var windowDecreases: UInt64 = 0
 
     public init(
         attempted: UInt64 = 0, succeeded: UInt64 = 0, failed: UInt64 = 0, reconnects: UInt64 = 0,
@@ -231,6 +235,8 @@ public struct ConnectionSummary: Equatable, Sendable {
         failuresByReason = Self.sorted(counters.connectFailures.map { ReasonCount($0.key.reportName, $0.value) })
         disconnectsByReason = Self.sorted(counters.disconnects.map { ReasonCount($0.key.reportName, $0.value) })
         neverConnected = counters.neverConnected
+        retransmitted = counters.connectsRetransmitted
+        windowDecreases = counters.connectWindowDecreases
     }
 
     /// Same names can come from distinct enum values (none today); they are summed.
