@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #define FB_AUDIT_ARCH AUDIT_ARCH_X86_64
@@ -34,3 +35,5 @@ int fb_forbid_io_uring_setup(int error) {
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter) != 0) return -errno;
     return 0;
 }
+
+int fb_thread_id(void) { return (int)syscall(SYS_gettid); }

@@ -31,20 +31,26 @@ public enum ThreadWithoutIOURing {
                     throw ThreadError(message: "pthread_create failed: errno \(created)")
                 }
                 pthread_join(thread, nil)
-                return try box.outcome().get()
+                return (try box.outcome().get(), box.threadID)
             }
-            return (outcome, filteredThreads())
+            // pthread_join returns when the kernel clears the thread's id, which is before the exited thread leaves
+            // /proc/self/task: the filtered thread itself may still be listed there for a moment, so it is not
+            // counted (the question is whether a thread it started kept the filter).
+            return (outcome.0, filteredThreads(excluding: outcome.1))
         }
     }
 
+    /// The calling thread's kernel id, as /proc/self/task names it.
+    public static func currentThreadID() -> pid_t { pid_t(fb_thread_id()) }
+
     /// Threads of this process in seccomp filter mode (`Seccomp: 2` in /proc/self/task/*/status).
-    static func filteredThreads() -> Int {
+    static func filteredThreads(excluding excluded: pid_t = 0) -> Int {
         guard let directory = opendir("/proc/self/task") else { return -1 }
         defer { closedir(directory) }
         var count = 0
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.first?.isNumber == true,
+            guard name.first?.isNumber == true, pid_t(name) != excluded,
                   let file = fopen("/proc/self/task/\(name)/status", "r") else { continue }
             defer { fclose(file) }
             var line = [CChar](repeating: 0, count: 256)
@@ -68,9 +74,12 @@ public enum ThreadWithoutIOURing {
     /// What the filtered thread runs (not generic: a C thread entry cannot name a generic type).
     private class FilteredWork: @unchecked Sendable {
         let error: Int32
+        /// The filtered thread's kernel id, written by that thread before it runs the body.
+        var threadID: pid_t = 0
         init(error: Int32) { self.error = error }
 
         func runFiltered() {
+            threadID = pid_t(fb_thread_id())
             let installed = fb_forbid_io_uring_setup(error)
             guard installed == 0 else {
                 fail("the seccomp filter was refused: errno \(-installed)")

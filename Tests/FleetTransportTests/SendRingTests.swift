@@ -1,3 +1,4 @@
+import Dispatch
 import FleetTestSupport
 @testable import FleetTransport
 import Glibc
@@ -410,5 +411,42 @@ struct SendRingUnavailableTests {
         #expect(throws: SystemError(call: "io_uring_setup", errno: code)) { try outcome.get() }
         // The filter made the difference: on any other thread the ring opens wherever this kernel allows it.
         #expect(((try? SendRing(capacity: 4)) != nil) == SendRingSupport.available)
+    }
+}
+
+/// The helper the tests above rely on: it must see a filtered thread that its body left running, and must not
+/// count the filtered thread itself, which /proc may still list for a moment after pthread_join.
+@Suite("ThreadWithoutIOURing counts the filtered threads a body leaves behind")
+struct ThreadWithoutIOURingTests {
+    final class Child: @unchecked Sendable {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        /// Written by the child before `started` is signalled.
+        var threadID: pid_t = 0
+    }
+
+    @Test("a thread started on the filtered thread inherits the filter and is counted while it lives; the filtered thread never is")
+    func countsInheritedThreads() throws {
+        let child = Child()
+        let ((), leftWhileRunning) = try ThreadWithoutIOURing.run(failingWith: EPERM) {
+            TestThread.start {
+                child.threadID = ThreadWithoutIOURing.currentThreadID()
+                child.started.signal()
+                child.release.wait()
+            }
+            child.started.wait()
+        }
+        child.release.signal()
+        #expect(leftWhileRunning == 1)
+        // Until the child has left /proc it would still be counted.
+        var polls = 0
+        while access("/proc/self/task/\(child.threadID)", F_OK) == 0, polls < 2_000 {
+            usleep(1_000)
+            polls += 1
+        }
+        for _ in 0..<20 {
+            let ((), left) = try ThreadWithoutIOURing.run(failingWith: EPERM) {}
+            #expect(left == 0)
+        }
     }
 }

@@ -6,4 +6,7 @@
 // filter; other threads are not affected). 0, or -errno if the filter could not be installed.
 int fb_forbid_io_uring_setup(int error);
 
+// The calling thread's kernel id (gettid), which Swift's Glibc module does not export.
+int fb_thread_id(void);
+
 #endif
