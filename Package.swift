@@ -3,6 +3,12 @@
 // No outside Swift packages: C libraries come from Debian through system-library targets.
 import PackageDescription
 
+/// The per-message path's modules in release builds: no dynamic exclusivity checks. The lane keeps its clients,
+/// wheel and metrics in stored properties of a class, and every access to them paid a runtime check (a
+/// thread-local lookup and an access-set insert); docs/performance.md, "Send and ack path" has the profile.
+/// Debug builds, which run the tests, keep the checks.
+let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "fleetbench",
     platforms: [.macOS(.v13)],
@@ -33,16 +39,16 @@ let package = Package(
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
         // MARK: Pure layers (no Foundation, Dispatch or Glibc)
-        .target(name: "MQTTCodec"),
-        .target(name: "MQTTSession", dependencies: ["MQTTCodec"]),
-        .target(name: "FleetMetrics", dependencies: ["MQTTCodec"]),
+        .target(name: "MQTTCodec", swiftSettings: hotPath),
+        .target(name: "MQTTSession", dependencies: ["MQTTCodec"], swiftSettings: hotPath),
+        .target(name: "FleetMetrics", dependencies: ["MQTTCodec"], swiftSettings: hotPath),
         // The one payload template compiler: generators, JSON-string escaping; the scenario layer compiles with it,
         // the engine renders what it compiled.
         .target(name: "FleetPayload"),
 
         // MARK: Layers with I/O or C libraries
         .target(name: "FleetJSON", dependencies: ["CJansson"]),
-        .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CLaneRing"]),
+        .target(name: "FleetTransport", dependencies: ["CLinux", "COpenSSL", "CLaneRing"], swiftSettings: hotPath),
         .target(name: "FleetScenario", dependencies: ["FleetJSON", "MQTTCodec", "FleetMetrics", "FleetPayload", "FleetVehicle"]),
         // The vehicle model behind `{vehicle.*}`: roads (GeoJSON or generated), trips, battery, GNSS error.
         // Pure arithmetic over immutable roads; libm is its only system import.
@@ -50,7 +56,8 @@ let package = Package(
         .target(
             name: "FleetEngine",
             dependencies: ["MQTTCodec", "MQTTSession", "FleetTransport", "FleetMetrics", "FleetPayload", "FleetVehicle",
-                           "CLinux"]),
+                           "CLinux"],
+            swiftSettings: hotPath),
         .target(name: "FleetReports", dependencies: ["FleetMetrics", "FleetJSON", "MQTTCodec", "CZlib"]),
         .target(
             name: "FleetCLI",

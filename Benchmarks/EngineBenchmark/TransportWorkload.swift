@@ -117,7 +117,7 @@ func transportIdle(name: String, endpoint: EngineBrokerEndpoint, clients: Int) {
         "connect_seconds": round3(connectSeconds), "connects_per_second": rate.rounded(),
         "cpu_us_per_connect": (connectCPU / Double(max(result.counters.connectsSucceeded, 1))).rounded(),
         "rss_bytes_per_client": perClient.rounded(), "failures_by_reason": failures(result.counters),
-        "transport_errors": result.transportErrors,
+        "transport_errors": result.counters.transportErrors,
     ]
     let handshakes = result.latency.histogram(.tlsHandshake, from: .sent)
     if handshakes.totalCount > 0 {

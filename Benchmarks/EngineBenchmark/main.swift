@@ -298,8 +298,8 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     figures.lost = result.delivery[Int(qos.rawValue)].lost
     figures.duplicated = result.delivery[Int(qos.rawValue)].duplicated
     figures.disconnects = disconnects(result.counters)
-    figures.lowWatermarkFallbacks = result.lowWatermarkFallbacks
-    figures.lowWatermarkRearms = result.lowWatermarkRearms
+    figures.lowWatermarkFallbacks = result.counters.lowWatermarkFallbacks
+    figures.lowWatermarkRearms = result.counters.lowWatermarkRearms
     return figures
 }
 

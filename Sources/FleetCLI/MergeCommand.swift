@@ -193,22 +193,20 @@ struct MergeCommand: FleetCommand {
         generator.abandonedPublishes = 0
         generator.unsentAtEnd = 0
         generator.foreignMessages = 0
+        generator.lowWatermarkFallbacks = 0
+        generator.lowWatermarkRearms = 0
         generator.receiveCoalescingPauses = 0
         generator.saturationReasons = []
         generator.drainSeconds = 0
         generator.sourceAddresses = []
         for part in parts {
             let other = part.report
-            add(&report.connections, other.connections)
-            add(&report.messages, other.messages)
+            report.connections.add(other.connections)
+            report.messages.add(other.messages)
             report.ackTimeouts.add(other.ackTimeouts)
-            report.downgrades.subscriptionQoS &+= other.downgrades.subscriptionQoS
-            report.downgrades.subscriptionRefused &+= other.downgrades.subscriptionRefused
-            report.downgrades.qos2AckedAsQoS1 &+= other.downgrades.qos2AckedAsQoS1
+            report.downgrades.add(other.downgrades)
             report.latency.add(other.latency)
-            report.requests.sent &+= other.requests.sent
-            report.requests.answered &+= other.requests.answered
-            report.requests.timedOut &+= other.requests.timedOut
+            report.requests.add(other.requests)
             report.offline.add(other.offline)
             generator.cpuSeconds += other.generator.cpuSeconds
             generator.peakRSSBytes &+= other.generator.peakRSSBytes
@@ -217,6 +215,8 @@ struct MergeCommand: FleetCommand {
             generator.abandonedPublishes &+= other.generator.abandonedPublishes
             generator.unsentAtEnd &+= other.generator.unsentAtEnd
             generator.foreignMessages &+= other.generator.foreignMessages
+            generator.lowWatermarkFallbacks &+= other.generator.lowWatermarkFallbacks
+            generator.lowWatermarkRearms &+= other.generator.lowWatermarkRearms
             generator.receiveCoalescingPauses &+= other.generator.receiveCoalescingPauses
             generator.drainSeconds = max(generator.drainSeconds, other.generator.drainSeconds)
             for reason in other.generator.saturationReasons {
@@ -233,15 +233,13 @@ struct MergeCommand: FleetCommand {
 
         // Delivery, settled across segments.
         let fleetCount = parts[0].segment.delivery.local.count
-        var delivery = Array(repeating: [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()], count: fleetCount)
+        var delivery = Array(repeating: PerQoS(repeating: DeliveryCounts()), count: fleetCount)
         var published: [Int: UInt64] = [:]
         for part in parts {
             guard part.segment.delivery.local.count == fleetCount else {
                 throw ReportError("\(part.directory): \(part.segment.delivery.local.count) fleets, \(parts[0].directory): \(fleetCount)")
             }
-            for (fleet, perQoS) in part.segment.delivery.local.enumerated() {
-                for qos in 0..<3 { delivery[fleet][qos].add(perQoS[qos]) }
-            }
+            for (fleet, perQoS) in part.segment.delivery.local.enumerated() { delivery[fleet].add(perQoS) }
             for (stream, count) in part.segment.delivery.published {
                 if published[stream] != nil {
                     throw ReportError("stream \(stream) was published in two segments (\(part.directory) among them)")
@@ -280,8 +278,8 @@ struct MergeCommand: FleetCommand {
             guard group.fleet < fleetCount, group.qos < 3 else { continue }
             delivery[group.fleet][group.qos].add(group.tracker.counts(stream: 0, expected: published[group.stream] ?? 0))
         }
-        var total = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
-        for fleet in delivery { for qos in 0..<3 { total[qos].add(fleet[qos]) } }
+        var total = PerQoS(repeating: DeliveryCounts())
+        for fleet in delivery { total.add(fleet) }
         report.delivery = DeliveryByQoS(total, foreign: parts.reduce(0) { $0 &+ $1.report.delivery.foreign },
                                         retainedOnSubscribe: parts.reduce(0) { $0 &+ $1.report.delivery.retainedOnSubscribe })
         report.segments?.unverifiedPairs = unverified
@@ -295,18 +293,24 @@ struct MergeCommand: FleetCommand {
             fleet.latency = LatencyRecorder()
             fleet.requests = RequestSummary()
             fleet.offline = OfflineCounts()
+            fleet.downgrades = DowngradeSummary()
+            fleet.unsentAtEnd = 0
+            fleet.droppedSlots = 0
+            fleet.abandonedPublishes = 0
             var foreign: UInt64 = 0
             var retained: UInt64 = 0
             for part in parts {
                 guard let other = part.report.fleets.first(where: { $0.name == first.name }) else { continue }
-                add(&fleet.connections, other.connections)
-                add(&fleet.messages, other.messages)
+                fleet.connections.add(other.connections)
+                fleet.messages.add(other.messages)
                 fleet.ackTimeouts.add(other.ackTimeouts)
                 fleet.latency.add(other.latency)
-                fleet.requests.sent &+= other.requests.sent
-                fleet.requests.answered &+= other.requests.answered
-                fleet.requests.timedOut &+= other.requests.timedOut
+                fleet.requests.add(other.requests)
                 fleet.offline.add(other.offline)
+                fleet.downgrades.add(other.downgrades)
+                fleet.unsentAtEnd &+= other.unsentAtEnd
+                fleet.droppedSlots &+= other.droppedSlots
+                fleet.abandonedPublishes &+= other.abandonedPublishes
                 foreign &+= other.delivery.foreign
                 retained &+= other.delivery.retainedOnSubscribe
             }
@@ -316,8 +320,10 @@ struct MergeCommand: FleetCommand {
             return fleet
         }
 
-        // Network conditions: each segment ran its share of every fleet's vehicles.
-        report.network = parts[0].report.network.map { first in
+        // Network conditions: each segment ran its share of every profile's vehicles. Entries are per profile of
+        // each fleet in the scenario's order (a fleet may have two profiles of the same name), so they pair up by
+        // position.
+        report.network = parts[0].report.network.enumerated().map { position, first in
             var merged = first
             merged.clients = 0
             merged.stalls = 0
@@ -325,8 +331,10 @@ struct MergeCommand: FleetCommand {
             merged.outages = 0
             merged.outageSeconds = 0
             merged.heldForBandwidth = 0
-            for part in parts {
-                if let other = part.report.network.first(where: { $0.fleet == first.fleet }) { merged.add(other) }
+            merged.readPauses = 0
+            for part in parts where position < part.report.network.count {
+                let other = part.report.network[position]
+                if other.fleet == first.fleet && other.profile == first.profile { merged.add(other) }
             }
             return merged
         }
@@ -411,40 +419,5 @@ struct MergeCommand: FleetCommand {
             && (report.downgrades.total == 0 || downgradesAccepted)
             && report.thresholds.allSatisfy(\.passed)
         return report
-    }
-
-    static func add(_ sum: inout ConnectionSummary, _ other: ConnectionSummary) {
-        sum.attempted &+= other.attempted
-        sum.succeeded &+= other.succeeded
-        sum.failed &+= other.failed
-        sum.reconnects &+= other.reconnects
-        // Segments' peaks need not coincide: their sum bounds the run's peak from above.
-        sum.peakConnected &+= other.peakConnected
-        sum.neverConnected &+= other.neverConnected
-        sum.retransmitted &+= other.retransmitted
-        sum.windowDecreases &+= other.windowDecreases
-        sum.failuresByReason = addReasons(sum.failuresByReason, other.failuresByReason)
-        sum.disconnectsByReason = addReasons(sum.disconnectsByReason, other.disconnectsByReason)
-    }
-
-    static func addReasons(_ left: [ReasonCount], _ right: [ReasonCount]) -> [ReasonCount] {
-        var result = left
-        for entry in right {
-            if let index = result.firstIndex(where: { $0.reason == entry.reason }) {
-                result[index].count &+= entry.count
-            } else {
-                result.append(entry)
-            }
-        }
-        return result.sorted { $0.count != $1.count ? $0.count > $1.count : $0.reason < $1.reason }
-    }
-
-    static func add(_ sum: inout MessageSummary, _ other: MessageSummary) {
-        sum.published.add(other.published)
-        sum.acked.add(other.acked)
-        sum.received.add(other.received)
-        sum.unackedAtEnd.add(other.unackedAtEnd)
-        sum.bytesIn &+= other.bytesIn
-        sum.bytesOut &+= other.bytesOut
     }
 }

@@ -31,7 +31,7 @@ struct ReportMetrics {
             }
             return microseconds * 1000
         case "delivery":
-            let all = [report.delivery.qos0, report.delivery.qos1, report.delivery.qos2]
+            let all = report.delivery.byQoS.levels
             if parts.count == 2 {
                 switch parts[1] {
                 case "foreign": return Double(report.delivery.foreign)
@@ -85,6 +85,8 @@ struct ReportMetrics {
             case "never_connected": return Double(connections.neverConnected)
             case "retransmitted": return Double(connections.retransmitted)
             case "window_decreases": return Double(connections.windowDecreases)
+            case "churn_skipped": return Double(connections.churnSkipped)
+            case "transport_errors": return Double(connections.transportErrorsTotal)
             default: return nil
             }
         case "downgrades":
@@ -105,6 +107,8 @@ struct ReportMetrics {
             case "abandoned_publishes": return Double(report.generator.abandonedPublishes)
             case "foreign_messages": return Double(report.generator.foreignMessages)
             case "receive_coalescing_pauses": return Double(report.generator.receiveCoalescingPauses)
+            case "rcvlowat_fallbacks": return Double(report.generator.lowWatermarkFallbacks)
+            case "rcvlowat_rearms": return Double(report.generator.lowWatermarkRearms)
             default: return nil
             }
         case "rates":
@@ -134,6 +138,9 @@ struct ReportMetrics {
             case "sent": return Double(report.requests.sent)
             case "answered": return Double(report.requests.answered)
             case "timed_out": return Double(report.requests.timedOut)
+            case "late": return Double(report.requests.late)
+            case "responder_answered": return Double(report.requests.responderAnswered)
+            case "responder_unanswered": return Double(report.requests.responderUnanswered)
             default: return nil
             }
         default:

@@ -453,10 +453,7 @@ extension RunCommand {
         report.run.runID = engine.runID
         report.run.durationSeconds = engineRun.elapsedSeconds
         report.run.interrupted = interrupted
-        report.setCounters(result.counters, peakConnected: result.peakConnected)
-        report.messages.unackedAtEnd = result.unackedAtEnd
-        report.delivery = DeliveryByQoS(result.delivery, foreign: result.foreignMessages,
-                                        retainedOnSubscribe: result.retainedOnSubscribe)
+        report.delivery = DeliveryByQoS(result.delivery)
         report.latency = result.latency
         report.ackTimeoutSeconds = Self.ackTimeoutSeconds(scenario)
         report.timeline = timeline
@@ -465,27 +462,16 @@ extension RunCommand {
                 guard let fleetResult = result.fleets[fleet.name] else { return nil }
                 var fleetReport = FleetReport(
                     name: fleet.name, clients: fleet.count, counters: fleetResult.counters,
-                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery, foreign: fleetResult.foreignMessages,
-                                                                   retainedOnSubscribe: fleetResult.retainedOnSubscribe),
+                    peakConnected: fleetResult.peakConnected, delivery: DeliveryByQoS(fleetResult.delivery),
                     latency: fleetResult.latency)
-                fleetReport.messages.unackedAtEnd = fleetResult.unackedAtEnd
                 fleetReport.ackTimeoutSeconds = Self.ackTimeoutSeconds(fleet)
-                fleetReport.requests = Self.requests(fleetResult)
-                fleetReport.unsentAtEnd = fleetResult.unsentAtEnd
-                fleetReport.droppedSlots = fleetResult.droppedSlots
-                fleetReport.abandonedPublishes = fleetResult.abandonedPublishes
-                fleetReport.offline = fleetResult.offline
                 return fleetReport
             }
         }
         report.network = Self.networkReports(scenario: scenario, result: result)
-        report.requests = result.fleets.values.reduce(into: RequestSummary()) { $0.add(Self.requests($1)) }
-        report.offline = result.fleets.values.reduce(into: OfflineCounts()) { $0.add($1.offline) }
         report.generator = GeneratorHealth(
             cpuSeconds: Self.cpuSeconds() - engineRun.cpuBefore, peakRSSBytes: Self.peakRSSBytes(),
-            lanes: engine.laneCount, droppedSlots: result.droppedSlots,
-            abandonedPublishes: result.abandonedPublishes, foreignMessages: result.foreignMessages,
-            unsentAtEnd: result.unsentAtEnd,
+            lanes: engine.laneCount,
             drainSeconds: Double(result.phases.drainEnd &- result.phases.publishEnd) / 1e9,
             drainLimitSeconds: Double(engine.configuration.drainTimeout) / 1e9,
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
@@ -497,6 +483,8 @@ extension RunCommand {
                 fleet.publishes.filter(\.schedule.isClosedModel).map(\.name)
                     + fleet.requests.filter(\.schedule.isClosedModel).map(\.name)
             })
+        // Every counted section (connections, messages, requests, offline, the generator's counts, ...).
+        report.setCounters(result.counters, peakConnected: result.peakConnected)
         let publishSeconds = Double(result.phases.publishEnd &- result.phases.publishStart) / 1e9
         report.generator.saturationReasons = Self.saturation(
             result: result, publishingCPUSeconds: engineRun.publishingCPUSeconds, publishSeconds: publishSeconds,
@@ -568,7 +556,8 @@ extension RunCommand {
         }
         console.print(RunSummary.render(report, directory: written ? directory : nil))
         // TLS and WebSocket failures by their reason (the report's counters keep only the kind).
-        for (reason, count) in result.transportErrors.sorted(by: { $0.value > $1.value }) {
+        for entry in report.connections.transportErrors {
+            let (reason, count) = (entry.reason, entry.count)
             console.error("fleetbench: transport error ×\(count): \(reason)")
         }
         let code = exitCode(report: report, result: result, written: written, unreachable: unreachable,

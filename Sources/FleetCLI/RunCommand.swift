@@ -309,11 +309,9 @@ struct RunCommand: FleetCommand {
     /// Requests sent, answered and timed out over every fleet (for `requests.*` thresholds after a merge).
     static func requestTotals(_ result: EngineResult) -> SegmentFile.Requests {
         var totals = SegmentFile.Requests()
-        for fleet in result.fleets.values {
-            totals.sent &+= fleet.requestsSent
-            totals.answered &+= fleet.responsesReceived
-            totals.timedOut &+= fleet.requestsTimedOut
-        }
+        totals.sent = result.counters.requestsSent
+        totals.answered = result.counters.responsesReceived
+        totals.timedOut = result.counters.requestsTimedOut
         return totals
     }
 
@@ -345,24 +343,34 @@ struct RunCommand: FleetCommand {
     /// CPU use above this share of the lanes' cores means the generator itself was the bottleneck.
     static let saturationCPUShare = 0.9
 
-    /// report.json `network`: each fleet with a `network` key, its profile and what its emulated links did.
+    /// report.json `network`: one entry per profile of each fleet with a `network` key (in the key's order),
+    /// with what that profile's emulated links did.
     static func networkReports(scenario: Scenario, result: EngineResult) -> [NetworkReport] {
-        scenario.fleets.compactMap { fleet in
-            guard let conditions = fleet.network, let fleetResult = result.fleets[fleet.name] else { return nil }
-            let counters = fleetResult.network
-            var report = NetworkReport(fleet: fleet.name, profile: conditions.name, description: conditions.summary,
-                                       clients: fleetResult.networkClients, fraction: conditions.fraction)
-            report.stalls = counters.stalls
-            report.drops = counters.drops
-            report.outages = counters.outages
-            report.outageSeconds = Double(counters.outageNanoseconds) / 1e9
-            report.meanDelayUpMilliseconds = counters.chunksUp == 0 ? 0
-                : Double(counters.delayUpNanoseconds) / Double(counters.chunksUp) / 1e6
-            report.meanDelayDownMilliseconds = counters.chunksDown == 0 ? 0
-                : Double(counters.delayDownNanoseconds) / Double(counters.chunksDown) / 1e6
-            report.heldForBandwidth = counters.heldForBandwidth
-            return report
+        scenario.fleets.flatMap { fleet -> [NetworkReport] in
+            guard let fleetResult = result.fleets[fleet.name] else { return [] }
+            return fleet.networks.enumerated().map { position, conditions in
+                let profile = position < fleetResult.networkProfiles.count
+                    ? fleetResult.networkProfiles[position] : (clients: 0, counters: NetworkCounters())
+                return networkReport(fleet: fleet.name, conditions, clients: profile.clients, counters: profile.counters)
+            }
         }
+    }
+
+    static func networkReport(fleet: String, _ conditions: NetworkConditions, clients: Int,
+                          counters: NetworkCounters) -> NetworkReport {
+        var report = NetworkReport(fleet: fleet, profile: conditions.name, description: conditions.summary,
+                                   clients: clients, fraction: conditions.fraction)
+        report.stalls = counters.stalls
+        report.drops = counters.drops
+        report.outages = counters.outages
+        report.outageSeconds = Double(counters.outageNanoseconds) / 1e9
+        report.meanDelayUpMilliseconds = counters.chunksUp == 0 ? 0
+            : Double(counters.delayUpNanoseconds) / Double(counters.chunksUp) / 1e6
+        report.meanDelayDownMilliseconds = counters.chunksDown == 0 ? 0
+            : Double(counters.delayDownNanoseconds) / Double(counters.chunksDown) / 1e6
+        report.heldForBandwidth = counters.heldForBandwidth
+        report.readPauses = counters.readPauses
+        return report
     }
 
     /// Why the generator, rather than the broker, may have limited the run (empty: it did not). Both figures
@@ -389,10 +397,6 @@ struct RunCommand: FleetCommand {
     /// The brokers of the run: the embedded mosquitto's listeners (plain, websockets, TLS with the throwaway CA)
     /// or the scenario's endpoints, resolved.
     /// A fleet's requester figures as report.json writes them (the `requests.*` thresholds read the same).
-    static func requests(_ fleet: EngineFleetResult) -> RequestSummary {
-        RequestSummary(sent: fleet.requestsSent, answered: fleet.responsesReceived, timedOut: fleet.requestsTimedOut)
-    }
-
     static func runBrokers(
         embedded: MosquittoBroker?, certificates: ThrowawayCertificates?, scenario: Scenario
     ) throws -> [RunBroker] {

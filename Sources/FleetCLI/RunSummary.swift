@@ -35,6 +35,15 @@ enum RunSummary {
         if connections.neverConnected > 0 {
             lines.append("                never connected: \(connections.neverConnected) client\(connections.neverConnected == 1 ? "" : "s")")
         }
+        if connections.transportErrorsTotal > 0 {
+            // The texts themselves are in report.json (`connections.transport_errors_by_reason`) and on stderr.
+            lines.append("                transport errors: \(connections.transportErrorsTotal)"
+                + perFleet(report) { $0.connections.transportErrorsTotal })
+        }
+        if connections.churnSkipped > 0 {
+            lines.append("                churn skipped: \(connections.churnSkipped) (no connected client of the fleet on the lane)"
+                + perFleet(report) { $0.connections.churnSkipped })
+        }
         for level in MQTTQoS.allCases {
             let published = report.messages.published[level]
             let received = report.messages.received[level]
@@ -78,9 +87,12 @@ enum RunSummary {
                 + ", flushed \(report.offline.flushed)" + perFleet(report) { $0.offline.flushed }
                 + ", overflowed \(report.offline.overflowed)" + perFleet(report) { $0.offline.overflowed })
         }
-        if report.requests.sent > 0 {
+        if report.requests.sent > 0 || report.requests.responderAnswered > 0 || report.requests.responderUnanswered > 0 {
             lines.append("  requests      sent \(report.requests.sent), answered \(report.requests.answered), "
-                + "timed out \(report.requests.timedOut)" + perFleet(report) { $0.requests.timedOut })
+                + "timed out \(report.requests.timedOut)" + perFleet(report) { $0.requests.timedOut }
+                + (report.requests.late > 0 ? ", of them late \(report.requests.late)" : "")
+                + "; responders answered \(report.requests.responderAnswered), could not answer "
+                + "\(report.requests.responderUnanswered)" + perFleet(report) { $0.requests.responderUnanswered })
         }
         if !report.generator.closedModelStreams.isEmpty {
             // Not open-model latency: a closed-model message waits for the window before it counts.
@@ -96,7 +108,8 @@ enum RunSummary {
             lines.append("                stalls \(network.stalls), drops \(network.drops), outages \(network.outages) ("
                 + format(network.outageSeconds) + " s), mean added delay up " + format(network.meanDelayUpMilliseconds)
                 + " ms, down " + format(network.meanDelayDownMilliseconds) + " ms"
-                + (network.heldForBandwidth > 0 ? ", publishing waited for bandwidth \(network.heldForBandwidth) times" : ""))
+                + (network.heldForBandwidth > 0 ? ", publishing waited for bandwidth \(network.heldForBandwidth) times" : "")
+                + (network.readPauses > 0 ? ", reading paused for the downlink \(network.readPauses) times" : ""))
         }
         lines.append("  latency (ms)  kind                 count      p50      p90      p99    p99.9      max")
         for kind in report.latency.kindsWithSamples {
@@ -119,7 +132,11 @@ enum RunSummary {
                 ? ", receive times up to \(report.generator.receiveCoalescingMicroseconds) µs late under heavy load "
                     + "(\(report.generator.receiveCoalescingPauses) pauses; --receive-coalescing 0 to read at once)"
                 : "")
-            + (report.generator.ioUringUnavailable.map { ", writes by send(2): io_uring unavailable (\($0))" } ?? ""))
+            + (report.generator.ioUringUnavailable.map { ", writes by send(2): io_uring unavailable (\($0))" } ?? "")
+            + (report.generator.lowWatermarkFallbacks > 0
+                ? ", ack batching fell back \(report.generator.lowWatermarkFallbacks) times (the broker held acks: "
+                    + "Nagle's algorithm on), re-armed \(report.generator.lowWatermarkRearms)"
+                : ""))
         if let directory { lines.append("  results       \(directory)") }
         return lines.joined(separator: "\n")
     }

@@ -170,7 +170,7 @@ enum ScenarioMapping {
             engineFleet.connectTimeout = fleet.ackTimeouts.connect.nanoseconds
             engineFleet.startOffset = ramp?.offset ?? 0
             engineFleet.ramp = ramp?.ramp
-            engineFleet.network = fleet.network.map(Self.networkProfile)
+            engineFleet.networks = fleet.networks.map(Self.networkProfile)
             if willVaries {
                 engineFleet.sessionSettings = { index, clientID in settings(will: willFor(index, clientID)) }
             }

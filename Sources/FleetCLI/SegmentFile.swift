@@ -60,7 +60,7 @@ struct SegmentFile {
             JSONMember("index", Self.integer(index)),
             JSONMember("count", Self.integer(count)),
             JSONMember("published", .array(delivery.published.map { .array([Self.integer($0.stream), Self.integer($0.count)]) })),
-            JSONMember("local", .array(delivery.local.map { perQoS in .array(perQoS.map(Self.countsJSON)) })),
+            JSONMember("local", .array(delivery.local.map { perQoS in .array(perQoS.levels.map(Self.countsJSON)) })),
             JSONMember("remote_pairs", .array(delivery.remotePairs.map { pair in
                 .array([Self.integer(pair.fleet), Self.integer(pair.subscriber), Self.integer(pair.stream),
                         Self.integer(pair.qos), .bool(pair.whole)] + Self.arrivals(pair.counts))

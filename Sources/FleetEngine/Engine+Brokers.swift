@@ -80,7 +80,7 @@ extension Engine {
                     }
                     if found == nil {
                         found = CrossBrokerSubscription(pairs: 0, subscriber: client.session.clientID,
-                                                        topic: streamTopics[Int(stream)])
+                                                        topic: streamTopic(Int(stream)))
                     }
                     found!.pairs += 1
                 }

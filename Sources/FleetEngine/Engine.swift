@@ -15,8 +15,7 @@ public final class Engine: @unchecked Sendable {
     public let configuration: EngineConfiguration
     let lanes: [Lane]
     let fleets: [FleetRuntime]
-    /// Topic of every global stream id, and its QoS, for expected delivery counts.
-    let streamTopics: [String]
+    /// QoS of every global stream id, for expected delivery counts (topics are made when asked: `streamTopic`).
     let streamQoS: [MQTTQoS]
     /// False for streams without an end-to-end header (fixed text): no delivery expectations for them.
     let streamTracked: [Bool]
@@ -151,6 +150,14 @@ public final class Engine: @unchecked Sendable {
         self.fleets = fleets
         try Self.refuseAmbiguousRoutes(fleets: fleets, streamCount: firstStream)
         var perLane: [[SimulatedClient]] = Array(repeating: [], count: laneCount)
+        // Each lane's array made at its final size: grown by doubling, the copies of the old arrays raised the
+        // start's peak memory (VmHWM) by up to one more array of clients.
+        let totalClients = fleets.reduce(0) { $0 + $1.configuration.count }
+        var laneSizes = Array(repeating: 0, count: laneCount)
+        for global in 0..<totalClients where configuration.inSegment(global) {
+            laneSizes[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane] += 1
+        }
+        for lane in perLane.indices { perLane[lane].reserveCapacity(laneSizes[lane]) }
         var topics: [String] = Array(repeating: "", count: firstStream)
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
         var tracked: [Bool] = Array(repeating: true, count: firstStream)
@@ -162,14 +169,17 @@ public final class Engine: @unchecked Sendable {
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
-            let shape: NetworkShape?
-            if let profile = settings.network {
+            var shapes: [NetworkShape] = []
+            for profile in settings.networks {
                 if let problem = profile.validationError {
                     throw EngineConfigurationError(message: problem, fleet: settings.name)
                 }
-                shape = NetworkShape(profile)
-            } else {
-                shape = nil
+                shapes.append(NetworkShape(profile))
+            }
+            let fractions = settings.networks.reduce(0.0) { $0 + $1.fraction }
+            if fractions > 1 + 1e-9 {
+                throw EngineConfigurationError(
+                    message: "network fractions add up to \(fractions), more than 1 (the whole fleet)", fleet: settings.name)
             }
             let endpoints = settings.endpoints.map { endpoint in
                 (endpoint.address, endpoint.transport.tls == nil && endpoint.transport.webSocket == nil
@@ -271,11 +281,13 @@ public final class Engine: @unchecked Sendable {
                     subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
-                if let shape, shape.profile.applies(to: index, of: settings.count) {
+                if !shapes.isEmpty,
+                   let profile = EngineNetworkProfile.assignment(of: index, count: settings.count, profiles: settings.networks) {
                     let lane = Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane
                     perLane[lane][perLane[lane].count - 1].network = NetworkLink(
-                        shape: shape, seed: configuration.seed, globalIndex: global,
-                        tracksAcks: settings.streams.contains { $0.qos == .atLeastOnce } || settings.responder?.qos == .atLeastOnce)
+                        shape: shapes[profile], seed: configuration.seed, globalIndex: global,
+                        tracksAcks: settings.streams.contains { $0.qos == .atLeastOnce } || settings.responder?.qos == .atLeastOnce,
+                        profile: profile)
                 }
             }
         }
@@ -327,7 +339,6 @@ public final class Engine: @unchecked Sendable {
             if plainByClient[global] != nil { entitledStreams[global] = plainStreams }
         }
         self.entitledStreams = entitledStreams
-        self.streamTopics = topics
         self.streamQoS = qos
         self.streamTracked = tracked
         self.streamLocal = streamLocal
@@ -497,12 +508,16 @@ public final class Engine: @unchecked Sendable {
                 return metrics
             })
         }
-        var fleetResults = fleets.map { _ in EngineFleetResult() }
-        let published = streamTopics.indices.map { progress.published($0) }
+        var fleetResults = fleets.map { fleet in
+            var values = EngineFleetResult()
+            values.networkProfiles = Array(repeating: (0, NetworkCounters()), count: fleet.configuration.networks.count)
+            return values
+        }
+        let published = streamTracked.indices.map { progress.published($0) }
         var segment = SegmentDelivery(fleetCount: fleets.count)
         segment.index = configuration.segmentIndex
         segment.count = configuration.segmentCount
-        for stream in streamTopics.indices where streamLocal[stream] && streamTracked[stream] && published[stream] > 0 {
+        for stream in streamTracked.indices where streamLocal[stream] && streamTracked[stream] && published[stream] > 0 {
             segment.published.append((stream, published[stream]))
         }
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
@@ -511,30 +526,11 @@ public final class Engine: @unchecked Sendable {
         result.receivePath = ReceivePath.combined(lanes.map { lane in lane.queue.sync { lane.receivePath } })
         result.receiveRingUnavailable = lanes.lazy.compactMap(\.receiveRingError).first?.description
         for metrics in laneMetrics {
-            result.coalescingPauses += metrics.coalescingPauses
-            result.lowWatermarkFallbacks += metrics.lowWatermarkFallbacks
-            result.lowWatermarkRearms += metrics.lowWatermarkRearms
+            result.coalescingPauses &+= metrics.coalescingPauses
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
-                fleetResults[fleet].foreignMessages += values.foreignMessages
-                fleetResults[fleet].retainedOnSubscribe += values.retainedOnSubscribe
-                fleetResults[fleet].droppedSlots += values.droppedSlots
-                fleetResults[fleet].abandonedPublishes += values.abandonedPublishes
-                fleetResults[fleet].unsentAtEnd += values.unsentAtEnd
-                fleetResults[fleet].unackedAtEnd.add(values.unackedAtEnd)
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
-                fleetResults[fleet].churnSkipped += values.churnSkipped
-                fleetResults[fleet].offline.add(values.offline)
                 fleetResults[fleet].network.add(values.network)
-                fleetResults[fleet].requestsAnswered += values.requestsAnswered
-                fleetResults[fleet].requestsUnanswered += values.requestsUnanswered
-                fleetResults[fleet].responsesReceived += values.responsesReceived
-                fleetResults[fleet].requestsSent += values.requestsSent
-                fleetResults[fleet].responsesLate += values.responsesLate
-                for (reason, count) in values.transportErrors {
-                    fleetResults[fleet].transportErrors[reason, default: 0] += count
-                    result.transportErrors[reason, default: 0] += count
-                }
             }
         }
         for (fleet, latency) in merger.fleetLatency.enumerated() where fleet < fleetResults.count {
@@ -561,7 +557,7 @@ public final class Engine: @unchecked Sendable {
                     segment.remotePairs.append(SegmentRemotePair(
                         fleet: fleet, subscriber: global, stream: Int(stream), qos: Int(streamQoS[Int(stream)].rawValue),
                         whole: whole, counts: seen))
-                    fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)]
+                    fleetResults[fleet].delivery[streamQoS[Int(stream)]]
                         .add(metrics.delivery.counts(stream: dense, expected: seen.unique &+ seen.untracked))
                     continue
                 }
@@ -579,9 +575,9 @@ public final class Engine: @unchecked Sendable {
                 }
                 var counts = metrics.delivery.counts(stream: dense, expected: expected)
                 counts.missedWhileOffline = published[Int(stream)] > expected ? published[Int(stream)] - expected : 0
-                fleetResults[fleet].delivery[Int(streamQoS[Int(stream)].rawValue)].add(counts)
+                fleetResults[fleet].delivery[streamQoS[Int(stream)]].add(counts)
                 // Publisher and subscriber both here: final (remote pairs and share groups are settled at merge).
-                segment.local[fleet][Int(streamQoS[Int(stream)].rawValue)].add(counts)
+                segment.local[fleet][streamQoS[Int(stream)]].add(counts)
             }
         }
         // Shared-subscription groups: the broker hands each message to one member, so a group is one
@@ -590,9 +586,10 @@ public final class Engine: @unchecked Sendable {
         // published while at least one member was entitled to it, once; a message that reached two members is a
         // duplicate, one published while no member was entitled is missed while offline. Counted once, for the fleet of the group's first
         // member in configuration order (a group whose members span fleets is not split between them).
+        let topics = shareGroups.isEmpty ? [] : streamTopics
         for (index, group) in shareGroups.enumerated() {
-            for stream in streamTopics.indices
-            where streamTracked[stream] && group.filters.contains(where: { MQTTTopic.matches(filter: $0, topic: streamTopics[stream]) }) {
+            for stream in streamTracked.indices
+            where streamTracked[stream] && group.filters.contains(where: { MQTTTopic.matches(filter: $0, topic: topics[stream]) }) {
                 let key = Self.groupDeliveryKey(index) | UInt64(stream)
                 var merged = DeliveryTracker()
                 var windows: [EntitlementWindow] = []
@@ -607,7 +604,7 @@ public final class Engine: @unchecked Sendable {
                     // The group's members elsewhere may have the rest, and its windows on other segments' streams
                     // are not known here: what arrived is what is expected until `fleetbench merge`.
                     let arrived = merged.counts(stream: 0, expected: 0)
-                    fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)]
+                    fleetResults[group.fleet].delivery[streamQoS[stream]]
                         .add(merged.counts(stream: 0, expected: arrived.unique &+ arrived.untracked))
                     continue
                 }
@@ -624,28 +621,26 @@ public final class Engine: @unchecked Sendable {
                 }
                 var counts = merged.counts(stream: 0, expected: expected)
                 counts.missedWhileOffline = published[stream] > expected ? published[stream] - expected : 0
-                fleetResults[group.fleet].delivery[Int(streamQoS[stream].rawValue)].add(counts)
+                fleetResults[group.fleet].delivery[streamQoS[stream]].add(counts)
             }
         }
         result.peakConnected = gauges.total.peak
         for fleet in fleetResults.indices { fleetResults[fleet].peakConnected = gauges.fleets[fleet].peak }
         for lane in lanes {
             lane.queue.sync {
-                for client in lane.clients where client.network != nil { fleetResults[client.fleet].networkClients += 1 }
+                for client in lane.clients {
+                    guard let link = client.network else { continue }
+                    fleetResults[client.fleet].addNetwork(link.counters, profile: link.profile,
+                                                          profiles: fleets[client.fleet].configuration.networks.count)
+                }
             }
         }
         for (fleet, values) in fleetResults.enumerated() {
             result.counters.add(values.counters)
             result.latency.add(values.latency)
-            result.foreignMessages += values.foreignMessages
-            result.retainedOnSubscribe += values.retainedOnSubscribe
-            result.droppedSlots += values.droppedSlots
-            result.abandonedPublishes += values.abandonedPublishes
-            result.unsentAtEnd += values.unsentAtEnd
-            result.unackedAtEnd.add(values.unackedAtEnd)
             result.generatorLag.add(values.generatorLag)
             result.network.add(values.network)
-            for qos in 0..<3 { result.delivery[qos].add(values.delivery[qos]) }
+            result.delivery.add(values.delivery)
             result.fleets[fleets[fleet].configuration.name] = values
         }
         result.timeline = merger.timeline
@@ -836,7 +831,9 @@ public final class Engine: @unchecked Sendable {
                 plain.append(subscription)
             }
         }
-        return (plain, shared)
+        // Nothing shared: the plain filters are the input, kept as the same array (the engine keeps them for
+        // every subscriber; a copy cost each vehicle a heap block).
+        return (shared.isEmpty ? subscriptions : plain, shared)
     }
 
     /// How long after the start the plan itself starts its last first connect: a fleet's start offset plus its
@@ -893,6 +890,21 @@ public final class Engine: @unchecked Sendable {
         return (local % lanes, local / lanes)
     }
 
+    /// The topic of global stream `id`, made again from its fleet's configuration: keeping every stream's topic
+    /// for the whole run cost each vehicle a string it is asked for only in rare reports.
+    func streamTopic(_ id: Int) -> String {
+        for fleet in fleets where id >= fleet.firstStream && id < fleet.firstStream + fleet.streamCount {
+            let perClient = fleet.configuration.streams.count
+            let client = (id - fleet.firstStream) / perClient
+            return fleet.configuration.streams[(id - fleet.firstStream) % perClient]
+                .topic(client, fleet.configuration.clientID(client))
+        }
+        return ""
+    }
+
+    /// Every global stream's topic, in stream id order.
+    var streamTopics: [String] { streamTracked.indices.map(streamTopic) }
+
     /// The fleet of a global client index (clients are numbered fleet by fleet).
     func fleetOfGlobal(_ global: Int) -> Int {
         var first = 0
@@ -930,38 +942,34 @@ public enum SendPath: String, Sendable, Equatable {
     }
 }
 
-/// The merged measurements of a run.
-public struct EngineResult: Sendable {
+/// The measurements a run and each of its fleets share: counters, latencies, delivery accounting, the
+/// generator's lateness and the emulated network, each merged with its own `add`.
+public struct EngineMeasurements: Sendable {
+    /// Everything counted, from the lanes' `FleetLaneMetrics.counters` added up (report.json's connections,
+    /// messages, ack timeouts, requests, offline, churn and transport errors, the generator's counts).
     public var counters = ClientCounters()
     public var latency = LatencyRecorder()
-    /// Delivery accounting by the publishing stream's QoS (index 0, 1, 2).
-    public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
-    /// The most clients connected at once during the run, across every lane.
+    /// Delivery accounting by the publishing stream's QoS: what the subscribers received (shared-subscription
+    /// groups count once, for the fleet of their first member).
+    public var delivery = PerQoS(repeating: DeliveryCounts())
+    /// The most clients connected at once, across every lane.
     public var peakConnected = 0
-    /// Arrivals without a fleetbench header or with another run's id (`delivery.foreign`).
-    public var foreignMessages: UInt64 = 0
-    /// Retained messages handed over on subscribe (`delivery.retained_on_subscribe`), outside the delivery
-    /// accounting and latencies.
-    public var retainedOnSubscribe: UInt64 = 0
-    public var droppedSlots: UInt64 = 0
-    public var abandonedPublishes: UInt64 = 0
-    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
-    public var unsentAtEnd: UInt64 = 0
-    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
-    public var unackedAtEnd = PerQoSCounts()
     /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
     public var generatorLag = HDRHistogram()
-    /// Emulated network conditions over every fleet (`Lane+Network`).
+    /// Emulated network conditions (`Lane+Network`); zero without a `network` profile.
     public var network = NetworkCounters()
+
+    public init() {}
+}
+
+/// The merged measurements of a run.
+@dynamicMemberLookup
+public struct EngineResult: Sendable {
+    /// Over every fleet.
+    public var total = EngineMeasurements()
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
-    /// 0 means every receive time was taken as soon as the bytes could be read.
+    /// 0 means every receive time was taken as soon as the bytes could be read. The lanes', not a fleet's.
     public var coalescingPauses: UInt64 = 0
-    /// Fallbacks from the batching of acks: a connection's broker held acks back below a raised SO_RCVLOWAT
-    /// (Nagle's algorithm on: mosquitto's default), and it was read at every byte until re-armed
-    /// (`Lane.probeLowWatermark`, `EngineConfiguration.ackBatchingRetry`).
-    public var lowWatermarkFallbacks: UInt64 = 0
-    /// Times a fallen-back connection had its batching re-armed after its back-off.
-    public var lowWatermarkRearms: UInt64 = 0
     /// How the lanes' writes went out: one io_uring submission per turn, one send(2) per connection, or both
     /// (a lane's ring failed during the run and it fell back).
     public var sendPath = SendPath.send
@@ -985,62 +993,44 @@ public struct EngineResult: Sendable {
     /// The run's start (monotonic ns); interval and phase times are on the same clock.
     public var origin: UInt64 = 0
     public var phases = EnginePhaseTimes()
-    /// TLS and WebSocket failures by their reason text ("certificate verify failed: ...", "WebSocket upgrade
-    /// refused: HTTP 404 ..."), connect failures and closed connections alike; the counters keep the kind.
-    public var transportErrors: [String: UInt64] = [:]
     /// Segmented runs: the delivery data `fleetbench merge` needs to settle accounting across segments.
     public var segment: SegmentDelivery?
 
     public init() {}
+
+    /// `result.counters`, `result.latency`, ...: the run's total measurements.
+    public subscript<Value>(dynamicMember path: WritableKeyPath<EngineMeasurements, Value>) -> Value {
+        get { total[keyPath: path] }
+        set { total[keyPath: path] = newValue }
+    }
 }
 
 /// One fleet's share of a run.
+@dynamicMemberLookup
 public struct EngineFleetResult: Sendable {
-    public var counters = ClientCounters()
-    public var latency = LatencyRecorder()
-    /// What this fleet's subscribers received, by the publishing stream's QoS (index 0, 1, 2). Shared-subscription
-    /// groups count here once, for the fleet of their first member.
-    public var delivery = [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()]
-    /// The most of this fleet's clients connected at once, across every lane.
-    public var peakConnected = 0
-    /// Arrivals without a fleetbench header or with another run's id (`delivery.foreign`).
-    public var foreignMessages: UInt64 = 0
-    /// Retained messages handed over on subscribe (`delivery.retained_on_subscribe`), outside the delivery
-    /// accounting and latencies.
-    public var retainedOnSubscribe: UInt64 = 0
-    public var droppedSlots: UInt64 = 0
-    public var abandonedPublishes: UInt64 = 0
-    /// Schedule slots due by the end of the publishing phase but never sent (`FleetLaneMetrics.unsentAtEnd`).
-    public var unsentAtEnd: UInt64 = 0
-    /// QoS 1/2 messages still awaiting their ack within its deadline when the drain ended, by QoS.
-    public var unackedAtEnd = PerQoSCounts()
-    /// The generator's own lateness per message, µs (`FleetLaneMetrics.generatorLag`).
-    public var generatorLag = HDRHistogram()
-
-    /// Responder side: requests answered, and requests that could not be (no reply topic, window full, closed).
-    public var requestsAnswered: UInt64 = 0
-    public var requestsUnanswered: UInt64 = 0
-    /// Requester side: requests sent, replies received to them (round trips in `latency`, kind
-    /// `.requestResponse`), and replies later than the request stream's timeout.
-    public var requestsSent: UInt64 = 0
-    public var responsesReceived: UInt64 = 0
-    public var responsesLate: UInt64 = 0
-    /// Requests without a reply by the end of the run, plus late replies.
-    public var requestsTimedOut: UInt64 {
-        (requestsSent > responsesReceived ? requestsSent - responsesReceived : 0) &+ responsesLate
-    }
-    /// Churn disconnects that found no connected client of the fleet on their lane.
-    public var churnSkipped: UInt64 = 0
-    /// Offline store-and-forward: buffered, flushed and overflowed messages (`OfflineBuffer`).
-    public var offline = OfflineCounts()
-    /// What the fleet's emulated links did (`Lane+Network`); zero without a `network` profile.
-    public var network = NetworkCounters()
-    /// The fleet's clients with the profile (exactly ⌊count × fraction⌋).
+    public var measurements = EngineMeasurements()
+    /// The fleet's clients with a profile (⌊count × fraction⌋ for a single one).
     public var networkClients = 0
-    /// This fleet's TLS and WebSocket failures by reason text (see `EngineResult.transportErrors`).
-    public var transportErrors: [String: UInt64] = [:]
+    /// Per profile of `EngineFleet.networks`, in its order: its clients and what their links did.
+    public var networkProfiles: [(clients: Int, counters: NetworkCounters)] = []
+
+    mutating func addNetwork(_ counters: NetworkCounters, profile: Int, profiles: Int) {
+        if networkProfiles.count < profiles {
+            networkProfiles += Array(repeating: (0, NetworkCounters()), count: profiles - networkProfiles.count)
+        }
+        networkProfiles[profile].clients += 1
+        networkProfiles[profile].counters.add(counters)
+        networkClients += 1
+        measurements.network.add(counters)
+    }
 
     public init() {}
+
+    /// `fleet.counters`, `fleet.latency`, ...: the fleet's measurements.
+    public subscript<Value>(dynamicMember path: WritableKeyPath<EngineMeasurements, Value>) -> Value {
+        get { measurements[keyPath: path] }
+        set { measurements[keyPath: path] = newValue }
+    }
 }
 
 extension Lane {
@@ -1050,16 +1040,11 @@ extension Lane {
         now = MonotonicClock.now()
         for client in clients.indices {
             wheel.cancelAll(client: client)
-            if clients[client].phase == .connected {
-                clients[client].session.disconnect(now: now, into: &scratch)
-                stage(client)
-                flush(client)
-                metrics.fleets[clients[client].fleet].counters.recordDisconnect(.clientInitiated)
-                markDisconnected(client)
-            }
+            if clients[client].phase == .connected { sayGoodbye(client) }
+            // A client whose DISCONNECT could not be flushed was torn down by that failure already (finished:
+            // the run is stopping); this one then only closes what is left.
+            tearDown(client, clients[client].connection.runEnded())
             entitlementFinish(client)
-            closeSocket(client, abortive: false)
-            clients[client].phase = .finished
         }
         dirty.removeAll()
     }

@@ -160,9 +160,15 @@ public struct EngineFleet: Sendable {
     /// Simulated vehicles behind `{vehicle.*}` (client k drives vehicle k of the run's global numbering); their
     /// tunnels cut the link while a vehicle is inside (`Lane+Vehicle`).
     public var vehicle: VehicleModel? = nil
-    /// Network conditions emulated for (a fraction of) the fleet's clients (`Lane+Network`); nil: none, and
-    /// no cost on any message path.
-    public var network: EngineNetworkProfile?
+    /// Network conditions emulated for the fleet's clients (`Lane+Network`), each profile for its `fraction`
+    /// of them (`EngineNetworkProfile.assignment`: by index within the fleet, so segments agree); fractions add
+    /// up to at most 1, the rest has none. Empty: none, and no cost on any message path.
+    public var networks: [EngineNetworkProfile] = []
+    /// The fleet's only profile (the first of several); setting it replaces `networks`.
+    public var network: EngineNetworkProfile? {
+        get { networks.first }
+        set { networks = newValue.map { [$0] } ?? [] }
+    }
 
     public init(name: String, count: Int, clientID: @escaping @Sendable (Int) -> String,
                 session: MQTTSessionSettings,

@@ -8,36 +8,37 @@ import MQTTSession
 extension Lane {
     // MARK: Connect
 
+    /// The connect timer: start an attempt if the client is idle and its fleet's pacer allows.
     func startConnect(_ client: Int) {
-        guard !stopping, clients[client].phase == .idle else { return }
         let fleet = clients[client].fleet
+        guard !stopping, clients[client].phase == .idle else { return }
         let window = connectWindows.slot(of: clients[client].broker)
         // A full window queues the client; the end of a connect to the same address wakes it.
         guard connectWindows.admit(client, slot: window) else { return }
-        guard pacers[fleet].mayStart(now: now) else {
-            // Paced: try again when the pacer allows (or within a tick if only the in-flight cap is full).
-            let next = pacers[fleet].nextAllowedTime(now: now) ?? (now &+ wheel.tickNanoseconds)
-            wheel.schedule(client: client, kind: TimerKind.connect, deadline: max(next, now &+ 1))
+        let connectTimeout = fleets[fleet].configuration.connectTimeout
+        let start = clients[client].connection.connectTimerFired(
+            now: now, stopping: stopping, pacer: &pacers[fleet], tick: wheel.tickNanoseconds, connectTimeout: connectTimeout)
+        switch start {
+        case .none:
             return
-        }
-        pacers[fleet].started(now: now)
-        connectWindows.started(slot: window)
-        metrics.fleets[clients[client].fleet].counters.connectsAttempted += 1
-        if clients[client].hasConnectedBefore { metrics.fleets[clients[client].fleet].counters.reconnects += 1 }
-        clients[client].connectStartedAt = now
-        let broker = clients[client].broker
-        do {
-            let socket = try TCPSocket.makeNonBlocking(family: broker.family)
-            clients[client].socket = socket
-            if let source = clients[client].source { try socket.bind(to: source) }
-            try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
-            clients[client].wantsWritable = true
-            clients[client].phase = .connecting
-            wheel.schedule(client: client, kind: TimerKind.connectTimeout,
-                           deadline: now &+ fleets[fleet].configuration.connectTimeout)
-            if try socket.connect(to: broker) == .connected { tcpConnected(client) }
-        } catch {
-            connectFailed(client, reason: Self.connectFailure(error))
+        case .paced(let retryAt):
+            wheel.schedule(client: client, kind: TimerKind.connect, deadline: retryAt)
+        case .open(let isReconnect, let timeoutAt):
+            connectWindows.started(slot: window)
+            metrics.fleets[fleet].counters.connectsAttempted += 1
+            if isReconnect { metrics.fleets[fleet].counters.reconnects += 1 }
+            let broker = clients[client].broker
+            do {
+                let socket = try TCPSocket.makeNonBlocking(family: broker.family)
+                clients[client].socket = socket
+                if let source = clients[client].source { try socket.bind(to: source) }
+                try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
+                clients[client].wantsWritable = true
+                wheel.schedule(client: client, kind: TimerKind.connectTimeout, deadline: timeoutAt)
+                if try socket.connect(to: broker) == .connected { tcpReady(client) }
+            } catch {
+                connectFailed(client, reason: Self.connectFailure(error))
+            }
         }
     }
 
@@ -50,7 +51,7 @@ extension Lane {
             connectFailed(client, reason: Self.connectFailure(error))
             return
         }
-        metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connectStartedAt, completedAt: now)
+        metrics.fleets[clients[client].fleet].latency.record(.tcpConnect, startedAt: clients[client].connection.connectStartedAt, completedAt: now)
         if receiveRing != nil { armRingReceive(client) }
         guard clients[client].socket != nil else { return }
         if let endpoint = clients[client].endpoint {
@@ -61,18 +62,35 @@ extension Lane {
     }
 
     func connectTimedOut(_ client: Int) {
-        switch clients[client].phase {
-        case .connecting:
-            connectFailed(client, reason: .timeout)
-        case .handshaking:
+        switch connectionEvent(client, { $0.connectTimeoutFired(now: now, reconnect: $2, random: &$1) }) {
+        case .none:
+            break
+        case .handshakeTimedOut:
             handshakeTimedOut(client)
-        case .awaitingConnAck:
+        case .tcpTimedOut(let teardown):
+            tearDown(client, teardown)
+        case .connAckTimedOut(let teardown):
             // The session reports the CONNACK deadline itself (counted by kind); this only backs it up.
             metrics.fleets[clients[client].fleet].counters.ackTimeouts[.connack] += 1
-            connectFailed(client, reason: .connackTimeout)
-        default:
-            break
+            tearDown(client, teardown)
         }
+    }
+
+    /// An event of the client's connection machine that may end the connection: it gets the fleet's reconnect
+    /// policy and the client's random generator (taken out and put back: both live in the client).
+    @inline(__always)
+    func connectionEvent<Result>(
+        _ client: Int,
+        _ event: (inout ClientConnectionMachine, inout SeededRandom, ClientConnectionMachine.Reconnect) -> Result
+    ) -> Result {
+        let reconnect = ClientConnectionMachine.Reconnect(policy: fleets[clients[client].fleet].configuration.reconnect,
+                                                          stopping: stopping)
+        var machine = clients[client].connection
+        var random = clients[client].random
+        let result = event(&machine, &random, reconnect)
+        clients[client].connection = machine
+        clients[client].random = random
+        return result
     }
 
     static func connectFailure(_ error: any Error) -> ConnectFailureReason {
@@ -84,13 +102,12 @@ extension Lane {
 
     /// A connect that did not reach CONNACK: count it, close, and follow the reconnect policy.
     func connectFailed(_ client: Int, reason: ConnectFailureReason) {
-        metrics.fleets[clients[client].fleet].counters.recordConnectFailure(reason)
-        pacers[clients[client].fleet].finished()
-        connectWindowFinished(client, retransmitted: nil)
-        closeSocket(client, abortive: false)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client)
+        tearDown(client, connectionEvent(client) { $0.connectFailed(reason, now: now, reconnect: $2, random: &$1) })
+    }
+
+    /// CONNACK with a failure code (counted per code; the policy decides the reconnect).
+    func connAckRefused(_ client: Int, code: UInt8) {
+        tearDown(client, connectionEvent(client) { $0.connAckRefused(code: code, now: now, reconnect: $2, random: &$1) })
     }
 
     /// The end of a connect (CONNACK, refusal, failure) for its broker address's window: `retransmitted` as in
@@ -99,7 +116,7 @@ extension Lane {
         let fleet = clients[client].fleet
         if retransmitted == true { metrics.fleets[fleet].counters.connectsRetransmitted += 1 }
         let decreased = connectWindows.finished(
-            slot: connectWindows.slot(of: clients[client].broker), startedAt: clients[client].connectStartedAt,
+            slot: connectWindows.slot(of: clients[client].broker), startedAt: clients[client].connection.connectStartedAt,
             retransmitted: retransmitted, now: now
         ) { waiting in
             wheel.schedule(client: waiting, kind: TimerKind.connect, deadline: now &+ 1)
@@ -107,32 +124,50 @@ extension Lane {
         if decreased { metrics.fleets[fleet].counters.connectWindowDecreases += 1 }
     }
 
-    /// A connection that was established and is now gone.
+    /// The connection ended or broke (before CONNACK: the connect failed).
     func connectionLost(_ client: Int, reason: DisconnectReason) {
-        let phase = clients[client].phase
-        if phase == .handshaking {
-            handshakeInterrupted(client, reason: reason)
-            return
+        switch connectionEvent(client, { $0.linkLost(reason, now: now, reconnect: $2, random: &$1) }) {
+        case .ignored: break
+        case .handshakeInterrupted: handshakeInterrupted(client, reason: reason)
+        case .tearDown(let teardown): tearDown(client, teardown)
         }
-        if phase == .connecting || phase == .awaitingConnAck {
-            let failure: ConnectFailureReason
-            switch reason {
-            case .protocolError: failure = .protocolError
-            case .ackTimeout(.connack): failure = .connackTimeout
-            case .socketError(let code): failure = code == ECONNREFUSED ? .refused : .socketError(errno: code)
-            default: failure = .closedBeforeConnack
-            }
-            connectFailed(client, reason: failure)
-            return
+    }
+
+    /// The one way a client's connection ends, whatever ended it (a failed connect, a lost link, a refused
+    /// CONNACK, a tunnel, an emulated drop or outage, churn, the end of the run), as its connection machine
+    /// decided: count it, give back what the attempt or connection held (the pacer's slot before CONNACK, the
+    /// connected gauges and entitlement windows after), close the socket, tell the session, cancel the
+    /// connection's timers, and arm the reconnect.
+    func tearDown(_ client: Int, _ teardown: Teardown) {
+        let fleet = clients[client].fleet
+        switch teardown.record {
+        case .connectFailure(let reason): metrics.fleets[fleet].counters.recordConnectFailure(reason)
+        case .disconnect(let reason): metrics.fleets[fleet].counters.recordDisconnect(reason)
+        case .nothing: break
         }
-        guard clients[client].phase == .connected else { return }
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(reason)
-        markDisconnected(client)
-        closeSocket(client, abortive: false)
-        // Only `.requestAbandoned` comes out of this call: nothing the lane records.
+        switch teardown.released {
+        case .connection: markDisconnected(client)
+        case .connectSlot:
+            pacers[fleet].finished()
+            connectWindowFinished(client, retransmitted: nil)
+        case .nothing: break
+        }
+        closeSocket(client, abortive: teardown.close == .abortive)
         var discard = DiscardingSessionSink()
+        // Only `.requestAbandoned` comes out of this call: nothing the lane records.
         clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client)
+        wheel.cancel(client: client, kind: TimerKind.session)
+        wheel.cancel(client: client, kind: TimerKind.publish)
+        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
+        if case .reconnect(let at) = teardown.next { wheel.schedule(client: client, kind: TimerKind.connect, deadline: at) }
+    }
+
+    /// DISCONNECT, written and flushed at once (churn, end of run); the close follows. A failed flush tears
+    /// the connection down as lost.
+    func sayGoodbye(_ client: Int) {
+        clients[client].session.disconnect(now: now, into: &scratch)
+        stage(client)
+        flush(client)
     }
 
     func markConnected(_ client: Int) {
@@ -148,27 +183,6 @@ extension Lane {
         gauges.total.decrement()
         gauges.fleets[clients[client].fleet].decrement()
         metrics.fleets[clients[client].fleet].connected -= 1
-    }
-
-    /// `firstDelay` replaces the policy's delay for this attempt (a tunnel's outage), not its decision.
-    func scheduleReconnect(_ client: Int, firstDelay: UInt64? = nil) {
-        wheel.cancel(client: client, kind: TimerKind.session)
-        wheel.cancel(client: client, kind: TimerKind.publish)
-        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
-        clients[client].phase = .idle
-        guard !stopping else {
-            clients[client].phase = .finished
-            return
-        }
-        clients[client].attempt += 1
-        let policy = fleets[clients[client].fleet].configuration.reconnect
-        switch policy.decision(forAttempt: clients[client].attempt, random: &clients[client].random) {
-        case .retry(let delay):
-            wheel.schedule(client: client, kind: TimerKind.connect, deadline: now &+ (firstDelay ?? delay))
-        case .giveUp:
-            clients[client].phase = .finished
-            clients[client].isReady = true
-        }
     }
 
     func closeSocket(_ client: Int, abortive: Bool) {
@@ -204,7 +218,7 @@ extension Lane {
     func handleSocketEvent(client: Int, flags: EpollEvents) {
         guard client < clients.count, clients[client].socket != nil else { return }
         if clients[client].phase == .connecting {
-            if !flags.isDisjoint(with: [.writable, .error, .hangup]) { tcpConnected(client) }
+            if !flags.isDisjoint(with: [.writable, .error, .hangup]) { tcpReady(client) }
             return
         }
         if flags.contains(.writable) { flush(client) }
@@ -243,7 +257,7 @@ extension Lane {
                 } else if !receive(client, bytes: UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)) {
                     return
                 }
-                if count < readBuffer.count { return }
+                if count < readBuffer.count || clients[client].network?.readPaused == true { return }
             }
         }
     }
@@ -280,7 +294,7 @@ extension Lane {
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
            clients[client].phase == .connected, clients[client].subscriptions.isEmpty, clients[client].network == nil {
-            let missing = min(freeWindowSlotsMissing(client), clients[client].session.inFlightCount)
+            let missing = min(freeWindowSlotsMissing(client), windowState(client).inFlight)
             if missing >= 2 { mark = Int32(4 * missing) }
         }
         guard mark != clients[client].receiveLowWatermark else { return }
@@ -342,7 +356,7 @@ extension Lane {
         clients[client].lowWatermarkRearmIn = backoff
         clients[client].lowWatermarkProbation = 0
         clients[client].brokerHoldsAcks = true
-        metrics.lowWatermarkFallbacks &+= 1
+        metrics.fleets[clients[client].fleet].counters.lowWatermarkFallbacks &+= 1
     }
 
     /// A window refill of a fallen-back connection: one step of its back-off; at the last, the batching is
@@ -354,7 +368,7 @@ extension Lane {
         clients[client].brokerHoldsAcks = false
         clients[client].lowWatermarkStalls = 0
         clients[client].lowWatermarkProbation = configuration.ackBatchingRetry.probationRounds
-        metrics.lowWatermarkRearms &+= 1
+        metrics.fleets[clients[client].fleet].counters.lowWatermarkRearms &+= 1
     }
 
     /// Acks were read and this turn writes nothing back: the kernel would delay its TCP acknowledgement (40 ms
@@ -363,7 +377,7 @@ extension Lane {
     /// rest at once. A client with bytes to flush needs no call: its next segment carries the acknowledgement.
     /// Only while messages are in flight: that is when the broker owes more and the wait would be ours.
     func acknowledgeIfSilent(_ client: Int) {
-        guard !clients[client].isDirty, clients[client].session.inFlightCount > 0,
+        guard !clients[client].isDirty, windowState(client).inFlight > 0,
               let socket = clients[client].socket else { return }
         try? socket.acknowledgeNow()
     }

@@ -65,8 +65,8 @@ extension Lane {
     /// (`Engine.drain`). Runs on the lane's queue.
     func owedDeliveries() -> UInt64 {
         var owed: UInt64 = 0
-        for fleet in metrics.fleets where fleet.requestsSent > fleet.responsesReceived {
-            owed &+= fleet.requestsSent - fleet.responsesReceived
+        for fleet in metrics.fleets where fleet.counters.requestsSent > fleet.counters.responsesReceived {
+            owed &+= fleet.counters.requestsSent - fleet.counters.responsesReceived
         }
         for client in clients.indices where clients[client].phase == .connected {
             let entitled = clients[client].entitledStreams

@@ -13,36 +13,19 @@ struct ChurnPlan {
 /// Faults on running clients, driven by the engine's fault calls. Everything here runs on the lane's queue.
 extension Lane {
     /// Cuts a connected client's connection abruptly: RST (SO_LINGER 0), no DISCONNECT, so the broker publishes
-    /// its will. It reconnects by its fleet's policy, with `outage` in place of the first reconnect delay.
+    /// its will. It reconnects by its fleet's policy, with `outage` in place of the first reconnect delay. One
+    /// kind of outage (`cutForOutage`): counted as one, its disconnect reason `tunnel`.
     /// False when the client was not connected (any more).
     func cutForTunnel(_ client: Int, outage: UInt64) -> Bool {
-        guard !stopping, client < clients.count, clients[client].phase == .connected else { return false }
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.tunnel)
-        markDisconnected(client)
-        closeSocket(client, abortive: true)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client, firstDelay: outage)
-        return true
+        cutForOutage(client, reason: .tunnel, duration: outage)
     }
 
     /// Disconnects a connected client cleanly (DISCONNECT, then close) and reconnects it at once (paced by its
     /// fleet's pacer). A clean disconnect is not a failure: the reconnect policy's attempt count is untouched.
     func disconnectForChurn(_ client: Int) {
-        clients[client].session.disconnect(now: now, into: &scratch)
-        stage(client)
-        flush(client)
-        guard clients[client].phase == .connected else { return }  // the flush itself may have failed
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(.churn)
-        markDisconnected(client)
-        closeSocket(client, abortive: false)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        wheel.cancel(client: client, kind: TimerKind.session)
-        wheel.cancel(client: client, kind: TimerKind.publish)
-        wheel.cancel(client: client, kind: TimerKind.connectTimeout)
-        clients[client].phase = .idle
-        wheel.schedule(client: client, kind: TimerKind.connect, deadline: now)
+        sayGoodbye(client)
+        // Nil when the flush itself failed: that loss was torn down already.
+        if let teardown = clients[client].connection.churned(now: now) { tearDown(client, teardown) }
     }
 
     func addChurn(_ plan: ChurnPlan) {
@@ -64,7 +47,7 @@ extension Lane {
                 if let victim = pickConnected(fleet: fleet, random: &churns[plan].random) {
                     disconnectForChurn(victim)
                 } else {
-                    metrics.fleets[fleet].churnSkipped += 1
+                    metrics.fleets[fleet].counters.churnSkipped += 1
                 }
                 churns[plan].remaining -= 1
                 churns[plan].next &+= churns[plan].spacing

@@ -18,20 +18,20 @@ extension Lane {
 
     /// The session's output (in `scratch`) for a client with a profile: queued, not staged.
     func queueOutbound(_ client: Int, _ link: NetworkLink) {
-        let fleet = clients[client].fleet
         let wasEmpty = link.up.isEmpty
+        let version = clients[client].session.settings.version
         scratch.withUnsafeReadableBytes { bytes in
-            // Behind a bandwidth limit each MQTT packet is a chunk of its own, so a burst of messages leaves one by
-            // one at the link's rate instead of all at once when the last byte would have.
-            let split = link.shape.upNanosPerByte > 0
+            // Each MQTT packet is a chunk of its own: one loss step and one delay draw per packet however the
+            // turn batched them (so a client's stalls depend on its packets, not on timing), and behind a
+            // bandwidth limit a burst of messages leaves one by one at the link's rate.
             var start = 0
             while start < bytes.count {
-                let end = split ? Self.packetEnd(bytes, from: start) : bytes.count
-                let (release, stalled) = link.releaseTime(count: end - start, up: true, now: now)
-                if stalled { metrics.fleets[fleet].network.stalls &+= 1 }
-                metrics.fleets[fleet].network.chunksUp &+= 1
-                metrics.fleets[fleet].network.delayUpNanoseconds &+= release &- now
-                link.up.append(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), release: release, now: now)
+                let end = Self.packetEnd(bytes, from: start)
+                let (release, _) = link.releaseTime(count: end - start, up: true, now: now)
+                link.counters.chunksUp &+= 1
+                link.counters.delayUpNanoseconds &+= release &- now
+                let packet = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+                link.up.append(packet, release: release, now: now, packetID: Self.publishPacketID(packet, version: version))
                 start = end
             }
         }
@@ -41,8 +41,22 @@ extension Lane {
         if !link.held && link.up.queuedBytes >= link.shape.sendBufferBytes {
             // As a full socket send buffer would: the client produces nothing more until half of it left.
             link.held = true
-            metrics.fleets[fleet].network.heldForBandwidth &+= 1
+            link.counters.heldForBandwidth &+= 1
         }
+    }
+
+    /// The packet identifier of a whole QoS 1/2 PUBLISH (MQTT 3.1.1 §3.3.2.2, 5.0 §3.3.2.2), 0 for any other
+    /// packet.
+    static func publishPacketID(_ packet: UnsafeRawBufferPointer, version: MQTTProtocolVersion) -> UInt16 {
+        guard packet.count >= 2, packet[0] >> 4 == 3, (packet[0] >> 1) & 3 != 0 else { return 0 }
+        var position = 1
+        while position < packet.count, packet[position] & 0x80 != 0, position < 4 { position += 1 }
+        position += 1
+        guard position + 2 <= packet.count else { return 0 }
+        let topicLength = Int(packet[position]) << 8 | Int(packet[position + 1])
+        position += 2 + topicLength
+        guard position + 2 <= packet.count else { return 0 }
+        return UInt16(packet[position]) << 8 | UInt16(packet[position + 1])
     }
 
     /// The outbound timer: every chunk due goes to the connection (its layers, then the socket at the end of
@@ -69,7 +83,7 @@ extension Lane {
                 return
             }
             releasedBytes += chunk.end - start
-            link.noteReleased(queuedAt: chunk.enqueuedAt, releasedAt: release)
+            link.noteReleased(packetID: chunk.packetID, releasedAt: release)
             link.up.popFirst()
         }
         if releasedBytes > 0 {
@@ -166,8 +180,9 @@ extension Lane {
     // MARK: Inbound
 
     /// Bytes read for a client with a profile: queued until their release. Always true (the client stays).
-    func queueInbound(_ client: Int, _ link: NetworkLink, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        let fleet = clients[client].fleet
+    /// `raw`: bytes of a TLS handshake or WebSocket upgrade (still to go through the layers), which also wait
+    /// out the way up of the request they answer, so connect latency shows every round trip.
+    func queueInbound(_ client: Int, _ link: NetworkLink, _ bytes: UnsafeRawBufferPointer, raw: Bool = false) -> Bool {
         let wasEmpty = link.down.isEmpty
         // Behind a bandwidth limit a read is cut into segments of at most one TCP payload (1,448 bytes with
         // timestamps on a 1,500-byte MTU), each arriving at the link's rate; the session takes partial packets.
@@ -175,22 +190,45 @@ extension Lane {
         var start = 0
         while start < bytes.count {
             let end = min(start + piece, bytes.count)
-            let (release, stalled) = link.releaseTime(count: end - start, up: false, now: now)
-            if stalled { metrics.fleets[fleet].network.stalls &+= 1 }
-            metrics.fleets[fleet].network.chunksDown &+= 1
-            metrics.fleets[fleet].network.delayDownNanoseconds &+= release &- now
-            link.down.append(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), release: release, now: now)
+            let segment = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+            // One loss step per MQTT packet starting here; none for handshake bytes (their reads are cut by
+            // timing, and a step per read would shift the chain).
+            let packets = raw ? 0 : link.countPacketStarts(segment)
+            var (release, _) = link.releaseTime(count: end - start, up: false, now: now, packets: packets)
+            if raw {
+                release &+= link.delay(up: true)
+                link.down.lastRelease = max(link.down.lastRelease, release)
+            }
+            link.counters.chunksDown &+= 1
+            link.counters.delayDownNanoseconds &+= release &- now
+            link.down.append(segment, release: release, now: now, raw: raw)
             start = end
         }
         if wasEmpty, let first = link.down.nextRelease {
             wheel.schedule(client: client, kind: TimerKind.networkIn, deadline: first)
         }
+        let queued = link.down.queuedBytes
+        if queued > link.downHighWater { link.downHighWater = queued }
+        if !link.readPaused && queued >= link.shape.receiveBufferBytes && !readsThroughRing(client),
+           let socket = clients[client].socket {
+            // Backpressure: stop reading until half of it was delivered, so a slow downlink does not buffer
+            // without bound; the broker's bytes wait in the kernel and in the broker.
+            link.readPaused = true
+            link.counters.readPauses &+= 1
+            try? epoll.modify(socket.fileDescriptor, events: readInterest(client, writable: clients[client].wantsWritable),
+                              token: UInt64(client))
+        }
         return true
     }
 
-    /// The inbound timer: every chunk due goes to the session, as if it had just been read.
+    /// The inbound timer: every chunk due goes to the session (or, read during a handshake, to the layers), as
+    /// if it had just been read.
     func releaseInbound(_ client: Int) {
         guard let link = clients[client].network else { return }
+        if link.connectPending {
+            finishEmulatedConnect(client, link)
+            return
+        }
         while clients[client].socket != nil, let release = link.down.nextRelease, release <= now {
             let chunk = link.down.chunks[link.down.firstChunk]
             let start = link.down.consumed
@@ -202,17 +240,58 @@ extension Lane {
             let storage = link.down.bytes
             storage.withUnsafeBytes { storage in
                 let bytes = UnsafeRawBufferPointer(rebasing: storage[start..<chunk.end])
-                alive = receive(client, bytes: bytes)
+                if chunk.raw, let transport = clients[client].transport {
+                    alive = receiveLayered(client, transport, input: bytes)
+                } else {
+                    alive = receive(client, bytes: bytes)
+                }
             }
             link.delivering = false
             if !alive || clients[client].socket == nil { return }
             link.down.popFirst()
         }
-        if clients[client].socket == nil {
+        guard let socket = clients[client].socket else {
             link.down.clear()
             return
         }
         if let next = link.down.nextRelease { wheel.schedule(client: client, kind: TimerKind.networkIn, deadline: next) }
+        if link.readPaused && link.down.queuedBytes * 2 < link.shape.receiveBufferBytes {
+            link.readPaused = false
+            // Level-triggered: what waits in the socket is reported at the next wait.
+            try? epoll.modify(socket.fileDescriptor, events: readInterest(client, writable: clients[client].wantsWritable),
+                              token: UInt64(client))
+        }
+    }
+
+    // MARK: Connect
+
+    /// The socket connected (or failed to): with a profile the lane learns of it one emulated round trip later
+    /// (SYN up, SYN-ACK down), so the TCP connect latency shows it. The socket leaves the epoll set meanwhile
+    /// (a level-triggered writable or error would wake the lane on every wait).
+    func tcpReady(_ client: Int) {
+        guard let link = clients[client].network, !stopping, let socket = clients[client].socket else {
+            tcpConnected(client)
+            return
+        }
+        guard !link.connectPending else { return }
+        link.connectPending = true
+        try? epoll.remove(socket.fileDescriptor)
+        clients[client].wantsWritable = false
+        let roundTrip = link.delay(up: true) &+ link.delay(up: false)
+        wheel.schedule(client: client, kind: TimerKind.networkIn, deadline: now &+ max(roundTrip, 1))
+    }
+
+    private func finishEmulatedConnect(_ client: Int, _ link: NetworkLink) {
+        link.connectPending = false
+        guard clients[client].phase == .connecting, let socket = clients[client].socket else { return }
+        do {
+            try epoll.add(socket.fileDescriptor, events: [.readable, .writable], token: UInt64(client))
+            clients[client].wantsWritable = true
+        } catch {
+            connectFailed(client, reason: Self.connectFailure(error))
+            return
+        }
+        tcpConnected(client)
     }
 
     // MARK: Drops and outages
@@ -220,11 +299,11 @@ extension Lane {
     /// After CONNACK: the next link drop and outage of this connection, if the profile has them.
     func networkConnected(_ client: Int, _ link: NetworkLink) {
         if let loss = link.shape.profile.loss, loss.dropInterval > 0 {
-            let gap = link.random.nextExponentialNanoseconds(mean: Double(loss.dropInterval))
+            let gap = link.eventRandom.nextExponentialNanoseconds(mean: Double(loss.dropInterval))
             wheel.schedule(client: client, kind: TimerKind.networkDrop, deadline: now &+ max(gap, 1))
         }
         if let outages = link.shape.profile.outages {
-            let gap = link.random.nextExponentialNanoseconds(mean: Double(outages.meanInterval))
+            let gap = link.eventRandom.nextExponentialNanoseconds(mean: Double(outages.meanInterval))
             wheel.schedule(client: client, kind: TimerKind.networkOutage, deadline: now &+ max(gap, 1))
         }
     }
@@ -233,8 +312,8 @@ extension Lane {
     /// DISCONNECT, an abortive close so the broker notices and publishes the will), and the fleet's reconnect
     /// policy takes over.
     func networkDropDue(_ client: Int) {
-        guard !stopping, clients[client].phase == .connected else { return }
-        metrics.fleets[clients[client].fleet].network.drops &+= 1
+        guard !stopping, clients[client].phase == .connected, let link = clients[client].network else { return }
+        link.counters.drops &+= 1
         cutLink(client, reason: .networkDrop, outage: nil)
     }
 
@@ -242,19 +321,31 @@ extension Lane {
     func networkOutageDue(_ client: Int) {
         guard !stopping, clients[client].phase == .connected, let link = clients[client].network,
               let outages = link.shape.profile.outages else { return }
-        let duration = link.random.nextUInt64(in: outages.duration)
-        metrics.fleets[clients[client].fleet].network.outages &+= 1
-        metrics.fleets[clients[client].fleet].network.outageNanoseconds &+= duration
-        cutLink(client, reason: .networkOutage, outage: duration)
+        cutForOutage(client, reason: .networkOutage, duration: link.eventRandom.nextUInt64(in: outages.duration))
+    }
+
+    /// Every outage (a profile's, a `tunnel` stage's, a route's tunnel) ends here: counted with its length on
+    /// the client's link (or its fleet's, for a client without a profile), the connection cut abortively (RST,
+    /// no DISCONNECT: the broker publishes the will), the reconnect held back for the outage. `reason` is what
+    /// the disconnect is counted as (`network_outage`, `tunnel`). False when the client was not connected.
+    @discardableResult
+    func cutForOutage(_ client: Int, reason: DisconnectReason, duration: UInt64) -> Bool {
+        guard !stopping, client < clients.count, clients[client].phase == .connected else { return false }
+        if let link = clients[client].network {
+            link.counters.outages &+= 1
+            link.counters.outageNanoseconds &+= duration
+        } else {
+            let fleet = clients[client].fleet
+            metrics.fleets[fleet].network.outages &+= 1
+            metrics.fleets[fleet].network.outageNanoseconds &+= duration
+        }
+        cutLink(client, reason: reason, outage: duration)
+        return true
     }
 
     private func cutLink(_ client: Int, reason: DisconnectReason, outage: UInt64?) {
-        metrics.fleets[clients[client].fleet].counters.recordDisconnect(reason)
-        markDisconnected(client)
-        closeSocket(client, abortive: true)
-        var discard = DiscardingSessionSink()
-        clients[client].session.connectionLost(now: now, events: &discard)
-        scheduleReconnect(client, firstDelay: outage)
+        let cut = connectionEvent(client) { $0.linkCut(reason, outage: outage, now: now, reconnect: $2, random: &$1) }
+        if let cut { tearDown(client, cut) }
     }
 
     /// A closed connection: nothing queued on the emulated link survives it.
@@ -282,6 +373,8 @@ public struct NetworkCounters: Sendable, Equatable {
     public var delayDownNanoseconds: UInt64 = 0
     /// Times publishing waited because the emulated send buffer was full (bandwidth below the offered rate).
     public var heldForBandwidth: UInt64 = 0
+    /// Times the lane stopped reading a socket because its inbound queue was full (downlink backpressure).
+    public var readPauses: UInt64 = 0
 
     public init() {}
 
@@ -295,5 +388,6 @@ public struct NetworkCounters: Sendable, Equatable {
         delayUpNanoseconds &+= other.delayUpNanoseconds
         delayDownNanoseconds &+= other.delayDownNanoseconds
         heldForBandwidth &+= other.heldForBandwidth
+        readPauses &+= other.readPauses
     }
 }

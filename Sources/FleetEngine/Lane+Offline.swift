@@ -20,27 +20,27 @@ extension Lane {
             guard due > counted else { continue }
             let new = due - counted
             let capacity = UInt64(buffer.capacity)
-            metrics.fleets[fleet].offline.buffered &+= new
+            metrics.fleets[fleet].counters.offline.buffered &+= new
             switch buffer.overflow {
             case .dropOldest:
                 // The buffer holds the rest of the earlier backlog and the new messages; the oldest go.
                 let held = backlog.toFlush &+ new
                 let overflowed = held > capacity ? held - capacity : 0
                 schedule.skip(overflowed)
-                metrics.fleets[fleet].offline.overflowed &+= overflowed
+                metrics.fleets[fleet].counters.offline.overflowed &+= overflowed
                 clients[client].offline[stream].toFlush = held - overflowed
             case .dropNewest:
                 if backlog.skipAfter > 0 {
                     // A flush cut short with slots still to skip behind it: the new slots come after those, so
                     // they join the skipped ones (the buffer is treated as full until the flush is out).
                     clients[client].offline[stream].skipAfter &+= new
-                    metrics.fleets[fleet].offline.overflowed &+= new
+                    metrics.fleets[fleet].counters.offline.overflowed &+= new
                 } else {
                     let room = capacity > backlog.toFlush ? capacity - backlog.toFlush : 0
                     let kept = min(new, room)
                     clients[client].offline[stream].toFlush = backlog.toFlush &+ kept
                     clients[client].offline[stream].skipAfter = new - kept
-                    metrics.fleets[fleet].offline.overflowed &+= new - kept
+                    metrics.fleets[fleet].counters.offline.overflowed &+= new - kept
                     if clients[client].offline[stream].toFlush == 0 {
                         schedule.skip(new - kept)
                         clients[client].offline[stream].skipAfter = 0
@@ -57,7 +57,7 @@ extension Lane {
     func sentFromBacklog(_ client: Int, stream: Int, schedule: inout PublishSchedule) {
         guard clients[client].offline[stream].toFlush > 0 else { return }
         clients[client].offline[stream].toFlush -= 1
-        metrics.fleets[clients[client].fleet].offline.flushed &+= 1
+        metrics.fleets[clients[client].fleet].counters.offline.flushed &+= 1
         if clients[client].offline[stream].toFlush == 0, clients[client].offline[stream].skipAfter > 0 {
             schedule.skip(clients[client].offline[stream].skipAfter)
             clients[client].offline[stream].skipAfter = 0
@@ -76,11 +76,11 @@ extension Lane {
         let backlog = clients[client].offline.isEmpty ? OfflineBacklog() : clients[client].offline[stream]
         let counted = backlog.toFlush &+ backlog.skipAfter
         let new = due > counted ? due - counted : 0
-        metrics.fleets[fleet].offline.buffered &+= new
+        metrics.fleets[fleet].counters.offline.buffered &+= new
         let capacity = UInt64(buffer.capacity)
         let held = backlog.toFlush &+ new
         let kept = backlog.skipAfter > 0 ? backlog.toFlush : min(held, max(capacity, backlog.toFlush))
-        metrics.fleets[fleet].offline.overflowed &+= held - kept
+        metrics.fleets[fleet].counters.offline.overflowed &+= held - kept
         return kept
     }
 }

@@ -94,7 +94,8 @@ extension Lane {
     /// The epoll interest of a connected socket: readability unless the ring reads it.
     @inline(__always)
     func readInterest(_ client: Int, writable: Bool) -> EpollEvents {
-        let read: EpollEvents = readsThroughRing(client) ? [] : .readable
+        // Not while the emulated downlink's queue is full (`Lane+Network` backpressure).
+        let read: EpollEvents = readsThroughRing(client) || clients[client].network?.readPaused == true ? [] : .readable
         return writable ? read.union(.writable) : read
     }
 

@@ -46,7 +46,7 @@ extension Lane {
                 topic = runtime.replyTopics[clients[client].indexInFleet]
             }
             guard let topic else {
-                metrics.fleets[fleet].requestsUnanswered += 1
+                metrics.fleets[fleet].counters.requestsUnanswered += 1
                 continue
             }
             // 5.0 §4.10.2: the response carries the request's Correlation Data unchanged.
@@ -60,10 +60,10 @@ extension Lane {
                     now: now, into: &scratch)
             }
             if case .sent = result {
-                metrics.fleets[fleet].requestsAnswered += 1
+                metrics.fleets[fleet].counters.requestsAnswered += 1
                 metrics.fleets[fleet].counters.published[qos] += 1
             } else {
-                metrics.fleets[fleet].requestsUnanswered += 1
+                metrics.fleets[fleet].counters.requestsUnanswered += 1
             }
         }
         pendingReplies.removeAll(keepingCapacity: true)
@@ -73,7 +73,7 @@ extension Lane {
 
     /// The connection closed during the call: the queued requests stay unanswered.
     func dropReplies(_ client: Int) {
-        metrics.fleets[clients[client].fleet].requestsUnanswered += UInt64(pendingReplies.count)
+        metrics.fleets[clients[client].fleet].counters.requestsUnanswered += UInt64(pendingReplies.count)
         pendingReplies.removeAll(keepingCapacity: true)
         replyArena.removeAll(keepingCapacity: true)
     }

@@ -6,28 +6,22 @@ import MQTTSession
 /// The lane's side of each client's MQTT session: CONNACK, subscriptions, deadlines, publishing.
 extension Lane {
     func sessionConnected(_ client: Int, sessionPresent: Bool) {
-        guard clients[client].phase == .awaitingConnAck else { return }
+        let hasSubscriptions = !clients[client].subscriptions.isEmpty
+        guard let connected = clients[client].connection.connAckAccepted(
+            sessionPresent: sessionPresent, now: now, hasSubscriptions: hasSubscriptions) else { return }
+        let fleet = clients[client].fleet
         wheel.cancel(client: client, kind: TimerKind.connectTimeout)
-        pacers[clients[client].fleet].finished()
+        pacers[fleet].finished()
         connectWindowFinished(client, retransmitted: clients[client].socket?.totalRetransmissions().map { $0 > 0 })
-        metrics.fleets[clients[client].fleet].counters.connectsSucceeded += 1
-        metrics.fleets[clients[client].fleet].latency.record(.connect, startedAt: clients[client].connectSentAt, completedAt: now)
-        clients[client].phase = .connected
-        clients[client].attempt = 0
+        metrics.fleets[fleet].counters.connectsSucceeded += 1
+        metrics.fleets[fleet].latency.record(.connect, startedAt: connected.connectSentAt, completedAt: now)
         clients[client].sendableSince = now
         markConnected(client)
         entitlementConnected(client, sessionPresent: sessionPresent)
-        let firstTime = !clients[client].hasConnectedBefore
-        clients[client].hasConnectedBefore = true
-        if !firstTime { restartOnConnectStreams(client) }
-        // Without a session the client subscribes again now (below, or the session does it by itself).
-        if !sessionPresent { clients[client].subscribeSentAt = now }
+        if !connected.firstTime { restartOnConnectStreams(client) }
         // The session re-subscribes by itself when the broker lost the session; the first time, we subscribe.
-        if firstTime && !clients[client].subscriptions.isEmpty {
-            clients[client].subscribeSentAt = now
+        if connected.subscribe {
             _ = clients[client].session.subscribe(clients[client].subscriptions, now: now, into: &scratch)
-        } else if firstTime {
-            clients[client].isReady = true
         }
         stage(client)
         if publishing { startPublishing(client) }
@@ -35,18 +29,24 @@ extension Lane {
 
     func subscriptionConfirmed(_ client: Int) {
         entitlementSubscribed(client)
-        if !clients[client].isReady {
-            metrics.fleets[clients[client].fleet].latency.record(.subscribe, startedAt: clients[client].subscribeSentAt, completedAt: now)
-            clients[client].isReady = true
+        if let subscribedAt = clients[client].connection.subAckReceived() {
+            metrics.fleets[clients[client].fleet].latency.record(.subscribe, startedAt: subscribedAt, completedAt: now)
         }
     }
 
     /// One timer per client at the session's earliest deadline (ack timeouts, keepalive ping).
+    ///
+    /// A deadline that moved later is not followed: the timer fires at the earlier one, the session finds nothing
+    /// due and the timer is set again to the deadline of then. Every packet a client writes moves its keep-alive
+    /// deadline on; moving the timer each time cost a wheel move per packet and, since the client about to get
+    /// the next packet is usually the one with the earliest deadline, a fresh walk for the lane's next wakeup.
+    /// Lazily, each client's timer fires once per keep-alive period at most while it writes.
     func scheduleSessionDeadline(_ client: Int) {
         if let deadline = clients[client].session.nextDeadline() {
-            if wheel.deadline(client: client, kind: TimerKind.session) != deadline {
-                wheel.schedule(client: client, kind: TimerKind.session, deadline: deadline)
+            if let scheduled = wheel.deadline(client: client, kind: TimerKind.session), scheduled <= deadline {
+                return
             }
+            wheel.schedule(client: client, kind: TimerKind.session, deadline: deadline)
         } else {
             wheel.cancel(client: client, kind: TimerKind.session)
         }
@@ -103,7 +103,7 @@ extension Lane {
                     let due = schedule.slotsDue(by: now)
                     unsent &+= offlineUnsentAtEnd(client, stream: stream, due: due)
                 }
-                metrics.fleets[clients[client].fleet].unsentAtEnd &+= unsent
+                metrics.fleets[clients[client].fleet].counters.unsentAtEnd &+= unsent
             }
         }
     }
@@ -113,8 +113,8 @@ extension Lane {
     func countUnackedAtEnd() {
         for client in clients.indices {
             let awaiting = clients[client].session.awaitingWithinDeadline
-            metrics.fleets[clients[client].fleet].unackedAtEnd.qos1 &+= UInt64(awaiting.qos1)
-            metrics.fleets[clients[client].fleet].unackedAtEnd.qos2 &+= UInt64(awaiting.qos2)
+            metrics.fleets[clients[client].fleet].counters.unackedAtEnd.qos1 &+= UInt64(awaiting.qos1)
+            metrics.fleets[clients[client].fleet].counters.unackedAtEnd.qos2 &+= UInt64(awaiting.qos2)
         }
     }
 
@@ -179,8 +179,16 @@ extension Lane {
 
     /// How many more window slots must free up before a waiting client resumes publishing.
     func freeWindowSlotsMissing(_ client: Int) -> Int {
-        let window = clients[client].session.inFlightWindow
-        return max(1, window / 2) - (window - clients[client].session.inFlightCount)
+        let (window, inFlight) = windowState(client)
+        return max(1, window / 2) - (window - inFlight)
+    }
+
+    /// The session's in-flight window and count, read in place: these are computed properties of another
+    /// module, and reading them through `clients[client].session` copied the whole session out of the array
+    /// first (a memmove and a retain per reference it holds) at every acknowledgement.
+    @inline(__always)
+    func windowState(_ client: Int) -> (window: Int, inFlight: Int) {
+        withUnsafeMutablePointer(to: &clients[client].session) { ($0.pointee.inFlightWindow, $0.pointee.inFlightCount) }
     }
 
     /// Sends what every stream of the client has due, then sleeps until the earliest next slot.
@@ -215,7 +223,7 @@ extension Lane {
                 }
                 if !clients[client].offline.isEmpty { sentFromBacklog(client, stream: stream, schedule: &schedule) }
             }
-            metrics.fleets[clients[client].fleet].droppedSlots &+= turn.dropped
+            metrics.fleets[clients[client].fleet].counters.droppedSlots &+= turn.dropped
             if clients[client].streams[stream].pending == nil, let next = schedule.nextIntendedTime {
                 earliest = min(earliest, next)
             }
@@ -235,22 +243,27 @@ extension Lane {
 
     /// Writes one message. False when the in-flight window is full (the caller keeps it pending).
     private func send(_ client: Int, stream: Int, _ due: ScheduledSend) -> Bool {
-        let state = clients[client].streams[stream]
+        // The fields one by one: a copy of the whole stream state (schedule, payload, request) cost retains and
+        // releases per message.
+        let streamID = clients[client].streams[stream].streamID
+        let closed = clients[client].streams[stream].closed
+        let qos = clients[client].streams[stream].qos
+        let retain = clients[client].streams[stream].retain
         // Dense numbering of what was actually published (a slot dropped while offline takes no number), so a
         // stream's published count is its next sequence number (`StreamProgress`, entitlement windows). Only
         // this lane writes the stream's count.
-        let sequence = progress.published(Int(state.streamID))
+        let sequence = progress.published(Int(streamID))
         let now = self.now
         // Closed model: the message is intended when it actually goes out (one the window refused goes later
         // than the turn that handed it out), so its latency counts from the send.
         var due = due
-        if state.closed { due.intendedTime = now }
-        let header = EndToEndHeader(streamID: state.streamID, sequence: sequence, intendedTime: due.intendedTime,
+        if closed { due.intendedTime = now }
+        let header = EndToEndHeader(streamID: streamID, sequence: sequence, intendedTime: due.intendedTime,
                                     runID: runID, sentTime: now)
-        let tag = UInt64(state.streamID) << 32 | (sequence & 0xFFFF_FFFF)
-        var topic = state.topic
+        let tag = UInt64(streamID) << 32 | (sequence & 0xFFFF_FFFF)
+        var topic = clients[client].streams[stream].topic
         var properties = MQTTEncodedProperties.empty
-        if let request = state.request {
+        if let request = clients[client].streams[stream].request {
             let target: Int
             if request.random {
                 target = Int(clients[client].random.next(below: UInt64(request.targetCount)))
@@ -261,17 +274,17 @@ extension Lane {
             properties = request.properties
         }
         let result: MQTTPublishResult
-        switch state.payload {
+        switch clients[client].streams[stream].payload {
         case .binary(let size):
             result = clients[client].session.publish(
-                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: size,
+                topic: topic, qos: qos, retain: retain, properties: properties, payloadCount: size,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 EndToEndPayload.write(header: header, into: payload)
             }
         case .text(let text):
             result = clients[client].session.publish(
-                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: text.count,
+                topic: topic, qos: qos, retain: retain, properties: properties, payloadCount: text.count,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 text.withUnsafeBytes { payload.copyMemory(from: $0) }
@@ -280,7 +293,7 @@ extension Lane {
             let rendered = render(template, client: client, clientID: clientID, header: header,
                                   sequence: sequence, intendedTime: due.intendedTime)
             result = clients[client].session.publish(
-                topic: topic, qos: state.qos, retain: state.retain, properties: properties, payloadCount: rendered.count,
+                topic: topic, qos: qos, retain: retain, properties: properties, payloadCount: rendered.count,
                 intendedAt: due.intendedTime, tag: tag, now: now, into: &scratch
             ) { payload in
                 rendered.withUnsafeBytes { payload.copyMemory(from: $0) }
@@ -288,11 +301,11 @@ extension Lane {
         }
         switch result {
         case .sent:
-            metrics.fleets[clients[client].fleet].counters.published[state.qos] += 1
-            progress.setPublished(Int(state.streamID), sequence &+ 1)
-            if state.request != nil { metrics.fleets[clients[client].fleet].requestsSent += 1 }
+            metrics.fleets[clients[client].fleet].counters.published[qos] += 1
+            progress.setPublished(Int(streamID), sequence &+ 1)
+            if clients[client].streams[stream].request != nil { metrics.fleets[clients[client].fleet].counters.requestsSent += 1 }
             // A closed-model message has no intended time of its own: no schedule lag, no generator lag.
-            if state.closed { return true }
+            if closed { return true }
             // Lag at the actual send: a message first refused by a full window goes out later than the turn
             // that handed it out.
             let lag = now > due.intendedTime ? now - due.intendedTime : 0
@@ -304,7 +317,7 @@ extension Lane {
             clients[client].awaitingWindow = true
             return false
         case .notConnected, .packetTooLarge, .qosNotSupported:
-            metrics.fleets[clients[client].fleet].droppedSlots += 1
+            metrics.fleets[clients[client].fleet].counters.droppedSlots += 1
             return true
         }
     }

@@ -14,9 +14,6 @@ struct LaneSnapshot: Sendable {
 struct FleetLaneSnapshot: Sendable {
     let counters: ClientCounters
     let connected: Int
-    let foreignMessages: UInt64
-    let droppedSlots: UInt64
-    let abandonedPublishes: UInt64
     let interval: LatencyInterval
 }
 
@@ -42,9 +39,7 @@ extension Lane {
             start = min(start, interval.start)
             let values = metrics.fleets[fleet]
             fleetSnapshots.append(FleetLaneSnapshot(
-                counters: values.counters, connected: values.connected,
-                foreignMessages: values.foreignMessages, droppedSlots: values.droppedSlots,
-                abandonedPublishes: values.abandonedPublishes, interval: interval))
+                counters: values.counters, connected: values.connected, interval: interval))
         }
         let snapshot = LaneSnapshot(lane: index, index: snapshotIndex, start: start, end: end,
                                     fleets: fleetSnapshots, isFinal: isFinal)

@@ -9,13 +9,13 @@ import Glibc
 ///
 /// Connect: TCP connect -> TLS handshake (`.tlsHandshake` latency) -> WebSocket upgrade (`.wsUpgrade`) -> CONNECT,
 /// all within the connect timeout. A failure in a layer closes that one client with the layer's reason text,
-/// kept in `FleetLaneMetrics.transportErrors`.
+/// kept in `ClientCounters.transportErrors`.
 extension Lane {
     // MARK: Connect
 
     /// TCP is up: start the first layer of the endpoint.
     func startLayers(_ client: Int, _ endpoint: TransportEndpoint) {
-        clients[client].phase = .handshaking
+        clients[client].connection.handshakeStarted()
         if let tls = endpoint.tls {
             let index = clients[client].indexInFleet
             let certificate = tls.clientCertificate?(index, clients[client].session.clientID)
@@ -102,10 +102,9 @@ extension Lane {
 
     /// Every layer is up: write CONNECT. The connect timeout is over; the CONNACK deadline counts from here.
     func startSession(_ client: Int) {
-        clients[client].phase = .awaitingConnAck
-        clients[client].connectSentAt = now
-        wheel.schedule(client: client, kind: TimerKind.connectTimeout,
-                       deadline: now &+ clients[client].session.settings.timeouts.connAck)
+        let connAckTimeout = clients[client].session.settings.timeouts.connAck
+        let deadline = clients[client].connection.connectWritten(now: now, connAckTimeout: connAckTimeout)
+        wheel.schedule(client: client, kind: TimerKind.connectTimeout, deadline: deadline)
         clients[client].session.connect(now: now, into: &scratch)
         stage(client)
         scheduleSessionDeadline(client)
@@ -149,21 +148,22 @@ extension Lane {
     }
 
     func recordTransportError(_ client: Int, _ text: String) {
-        let fleet = clients[client].fleet
-        if metrics.fleets[fleet].transportErrors[text] != nil
-            || metrics.fleets[fleet].transportErrors.count < LaneMetrics.transportErrorKinds
-        {
-            metrics.fleets[fleet].transportErrors[text, default: 0] += 1
-        } else {
-            metrics.fleets[fleet].transportErrors["other transport error", default: 0] += 1
-        }
+        metrics.fleets[clients[client].fleet].counters.recordTransportError(text)
     }
 
     // MARK: Reading
 
     /// `count` bytes just read into `readBuffer`, for a layered client. False when the client was closed.
     func receiveLayered(_ client: Int, _ transport: ClientTransport, count: Int) -> Bool {
-        let input = UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count)
+        receiveLayered(client, transport, input: UnsafeRawBufferPointer(start: readBuffer.baseAddress, count: count))
+    }
+
+    /// Bytes as read from the socket, for a layered client. False when the client was closed.
+    func receiveLayered(_ client: Int, _ transport: ClientTransport, input: UnsafeRawBufferPointer) -> Bool {
+        // With a network profile, handshake bytes wait on the emulated link like MQTT bytes (`Lane+Network`).
+        if let link = clients[client].network, !link.delivering, clients[client].phase == .handshaking {
+            return queueInbound(client, link, input, raw: true)
+        }
         if transport.stage == .tlsHandshake { return continueHandshake(client, transport, input) }
         guard let tls = transport.tls else { return receiveStream(client, transport, input) }
         tlsPlaintext.removeAll(keepingCapacity: true)
@@ -203,7 +203,7 @@ extension Lane {
             metrics.fleets[clients[client].fleet].latency.record(.wsUpgrade, startedAt: transport.stageStartedAt, completedAt: now)
             transport.upgrade = nil
             let maskSeed = configuration.seed ^ (UInt64(clients[client].globalIndex) &* 0x9E37_79B9_7F4A_7C15)
-                ^ UInt64(clients[client].attempt)
+                ^ UInt64(clients[client].connection.attempt)
             transport.webSocket = WebSocketClientFraming(
                 maskSeed: maskSeed, maximumPayloadLength: clients[client].endpoint?.webSocket?.maximumFrameLength ?? 1 << 20)
             transport.stage = .open

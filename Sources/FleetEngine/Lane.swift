@@ -39,6 +39,9 @@ final class Lane: @unchecked Sendable {
     let tlsScratch: UnsafeMutableRawBufferPointer
     var tlsPlaintext: [UInt8] = []
     var webSocketPayload: [UInt8] = []
+    /// The first-size blocks of the clients' outbound buffers, lent while a client has bytes to write.
+    let outboundBlocks: OutboundBlockPool
+    static let outboundBlockSize = 2048
     /// Session output of one call, appended to the client's outbound buffer afterwards.
     var scratch = MQTTByteBuffer(capacity: 64 * 1024)
     /// Requests received during one session call, answered right after it (the session cannot publish while
@@ -115,6 +118,11 @@ final class Lane: @unchecked Sendable {
         self.queue = DispatchQueue(label: "fleetbench.lane.\(index)", qos: .userInitiated)
         self.fleets = fleets
         self.configuration = configuration
+        // Idle blocks kept: as many as one turn can dirty (the epoll batch), at most one per client.
+        let outboundBlocks = OutboundBlockPool(blockSize: Self.outboundBlockSize, maximumFree: min(clients.count, 1024))
+        self.outboundBlocks = outboundBlocks
+        // The buffers are objects: lending them the pool leaves the array (still shared with the engine) as it is.
+        for client in clients { client.outbound.borrowBlocks(from: outboundBlocks) }
         self.clients = clients
         self.metrics = LaneMetrics(fleetCount: fleets.count, start: start)
         var fleetClients: [[Int]] = Array(repeating: [], count: fleets.count)
@@ -268,17 +276,16 @@ final class Lane: @unchecked Sendable {
     private func fireTimers() {
         wheel.advance(to: now)
         while let expired = wheel.popExpired() {
-            switch expired.kind {
-            case TimerKind.connect: startConnect(expired.client)
-            case TimerKind.session: sessionDeadline(expired.client)
-            case TimerKind.publish: publishDue(expired.client)
-            case TimerKind.connectTimeout: connectTimedOut(expired.client)
-            case TimerKind.lowWatermarkProbe: probeLowWatermark(expired.client)
-            case TimerKind.networkOut: releaseOutbound(expired.client)
-            case TimerKind.networkIn: releaseInbound(expired.client)
-            case TimerKind.networkDrop: networkDropDue(expired.client)
-            case TimerKind.networkOutage: networkOutageDue(expired.client)
-            default: break
+            switch TimerKind(wheelKind: expired.kind) {
+            case .connect: startConnect(expired.client)
+            case .session: sessionDeadline(expired.client)
+            case .publish: publishDue(expired.client)
+            case .connectTimeout: connectTimedOut(expired.client)
+            case .lowWatermarkProbe: probeLowWatermark(expired.client)
+            case .networkOut: releaseOutbound(expired.client)
+            case .networkIn: releaseInbound(expired.client)
+            case .networkDrop: networkDropDue(expired.client)
+            case .networkOutage: networkOutageDue(expired.client)
             }
         }
     }
@@ -315,18 +322,46 @@ final class Lane: @unchecked Sendable {
     }
 }
 
-/// Timer kinds per client in the lane's wheel.
-enum TimerKind {
-    static let connect = 0
-    static let session = 1
-    static let publish = 2
-    static let connectTimeout = 3
-    static let lowWatermarkProbe = 4
-    static let count = 5
+/// Timer kinds per client in the lane's wheel; the raw value is the wheel's kind index.
+enum TimerKind: Int, CaseIterable {
+    case connect = 0
+    case session = 1
+    case publish = 2
+    case connectTimeout = 3
+    case lowWatermarkProbe = 4
     /// Emulated network conditions (`Lane+Network`): only lanes with a client that has a profile have these.
-    static let networkOut = 5
-    static let networkIn = 6
-    static let networkDrop = 7
-    static let networkOutage = 8
+    case networkOut = 5
+    case networkIn = 6
+    case networkDrop = 7
+    case networkOutage = 8
+
+    /// Kinds per client in a lane without emulated networks (the network kinds come last and are left out).
+    static let count = 5
     static let countWithNetwork = 9
+
+    /// The kind of an entry the wheel handed out: only kinds scheduled through `TimerKind` are in the wheel.
+    @inline(__always)
+    init(wheelKind: Int) {
+        guard let kind = TimerKind(rawValue: wheelKind) else { preconditionFailure("timer kind \(wheelKind) unknown") }
+        self = kind
+    }
+}
+
+/// The wheel's calls with a `TimerKind` (the wheel itself knows kinds only as indices).
+extension TimingWheel {
+    @inline(__always)
+    mutating func schedule(client: Int, kind: TimerKind, deadline: UInt64) {
+        schedule(client: client, kind: kind.rawValue, deadline: deadline)
+    }
+
+    @inline(__always)
+    @discardableResult
+    mutating func cancel(client: Int, kind: TimerKind) -> Bool {
+        cancel(client: client, kind: kind.rawValue)
+    }
+
+    @inline(__always)
+    func deadline(client: Int, kind: TimerKind) -> UInt64? {
+        deadline(client: client, kind: kind.rawValue)
+    }
 }

@@ -81,13 +81,14 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             }
             lane.metrics.fleets[fleet].latency.record(kind, intendedAt: ack.intendedAt, sentAt: ack.sentAt, completedAt: now)
             // From the PUBLISH leaving the emulated link to the PUBACK reaching it: the two emulated delays out.
-            if kind == .puback, let network, let released = network.releaseOfChunk(queuedAt: ack.sentAt) {
+            // By packet identifier: a PUBLISH resent after a reconnect is timed from its resend.
+            if kind == .puback, let network, let released = network.releaseOfPublish(packetID: ack.packetID) {
                 lane.metrics.fleets[fleet].latency.record(.pubackBrokerSide, startedAt: released,
                                                           completedAt: network.deliveringReadAt)
             }
             if ack.kind != .pubRec { windowOpened = true }
         case .publishDropped:
-            lane.metrics.fleets[fleet].abandonedPublishes += 1
+            lane.metrics.fleets[fleet].counters.abandonedPublishes += 1
         case .subscribed:
             subscribed = true
         case .subscriptionNotGranted(_, _, let result):
@@ -108,10 +109,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         case .serverDisconnected(let code, _):
             closeReason = .serverDisconnect(reasonCode: code.rawValue)
         case .closeConnection(let reason):
-            switch reason.cause {
-            case .ackTimeout(let kind): closeReason = .ackTimeout(AckKind(kind))
-            case .malformedPacket, .protocolViolation: closeReason = .protocolError
-            }
+            closeReason = DisconnectReason(sessionClose: reason)
         }
     }
 
@@ -126,18 +124,18 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             return
         }
         guard let header = try? EndToEndHeader.read(from: payload) else {
-            lane.metrics.fleets[fleet].foreignMessages += 1
+            lane.metrics.fleets[fleet].counters.foreignMessages += 1
             return
         }
         if message.retain, retainedOnSubscribe(header) {
             // Stored by the broker and handed over because of a SUBSCRIBE: not a delivery of the stream as it
             // is published, so outside the exactly-once accounting and the latency histograms.
-            lane.metrics.fleets[fleet].retainedOnSubscribe += 1
+            lane.metrics.fleets[fleet].counters.retainedOnSubscribe += 1
             return
         }
         guard header.runID == lane.runID else {
             // Another run's message (or a header from before run ids): not this run's to count.
-            lane.metrics.fleets[fleet].foreignMessages += 1
+            lane.metrics.fleets[fleet].counters.foreignMessages += 1
             return
         }
         let sentAt = header.sentTime
@@ -146,9 +144,9 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             // not an end-to-end delivery.
             lane.metrics.fleets[fleet].latency.record(.requestResponse, intendedAt: header.intendedTime, sentAt: sentAt,
                                                       completedAt: now)
-            lane.metrics.fleets[fleet].responsesReceived += 1
+            lane.metrics.fleets[fleet].counters.responsesReceived += 1
             let timeout = requestTimeouts[Int(header.streamID - ownStreams.lowerBound)]
-            if timeout > 0 && now &- header.intendedTime > timeout { lane.metrics.fleets[fleet].responsesLate += 1 }
+            if timeout > 0 && now &- header.intendedTime > timeout { lane.metrics.fleets[fleet].counters.responsesLate += 1 }
             return
         }
         // Someone else's request or reply (3.1.1 reply filters catch every requester's replies): no accounting.
@@ -177,7 +175,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     /// latest SUBSCRIBE can be (another run's cannot be told apart and stays foreign).
     private func retainedOnSubscribe(_ header: EndToEndHeader) -> Bool {
         guard retainAsPublished else { return true }
-        return header.runID == lane.runID && header.sentTime < lane.clients[client].subscribeSentAt
+        return header.runID == lane.runID && header.sentTime < lane.clients[client].connection.subscribeSentAt
     }
 
     /// Applies what the events asked for. Returns false when the connection was closed.
@@ -190,13 +188,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             }
         }
         if let refused {
-            lane.metrics.fleets[fleet].counters.recordConnectFailure(.connackRefused(code: refused.rawValue))
-            lane.pacers[lane.clients[client].fleet].finished()
-            lane.connectWindowFinished(client, retransmitted: nil)
-            lane.closeSocket(client, abortive: false)
-            var discard = DiscardingSessionSink()
-            lane.clients[client].session.connectionLost(now: lane.now, events: &discard)
-            lane.scheduleReconnect(client)
+            lane.connAckRefused(client, code: refused.rawValue)
             return false
         }
         if let sessionPresent = connected { lane.sessionConnected(client, sessionPresent: sessionPresent) }
@@ -216,6 +208,16 @@ struct DiscardingSessionSink: MQTTSessionEventHandler {
     mutating func sessionEvent(_ event: MQTTSessionEvent) {}
     mutating func messageReceived(
         _ message: MQTTReceivedMessage, topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) {}
+}
+
+extension DisconnectReason {
+    /// Why the lane closes a connection the session gave up on (an ack or ping timeout, bad bytes).
+    init(sessionClose reason: MQTTSessionCloseReason) {
+        switch reason.cause {
+        case .ackTimeout(let kind): self = .ackTimeout(AckKind(kind))
+        case .malformedPacket, .protocolViolation: self = .protocolError
+        }
+    }
 }
 
 extension AckKind {

@@ -67,12 +67,49 @@ public struct EngineNetworkProfile: Sendable, Equatable {
 
     public init(name: String = "custom") { self.name = name }
 
-    /// Whether client `index` of a fleet of `count` has the profile: exactly ⌊count × fraction⌋ clients, spread
-    /// evenly (client i has it when ⌊(i + 1)·f⌋ > ⌊i·f⌋), so a prefix of the fleet is never the only part.
+    /// Whether client `index` of a fleet of `count` has the profile when it is the fleet's only one: exactly
+    /// ⌊count × fraction⌋ clients, spread evenly (`assignment`).
     public func applies(to index: Int, of count: Int) -> Bool {
-        if fraction >= 1 { return true }
-        if fraction <= 0 { return false }
-        return (Double(index + 1) * fraction).rounded(.down) > (Double(index) * fraction).rounded(.down)
+        Self.assignment(of: index, count: count, profiles: [self]) == 0
+    }
+
+    /// The profile (index into `profiles`) of client `index` of a fleet of `count`, nil for none. Profile k takes
+    /// n_k = ⌊count × (f_1 + … + f_k)⌋ − ⌊count × (f_1 + … + f_(k−1))⌋ clients, spread evenly over the clients
+    /// the profiles before it left (of m remaining, the j-th is taken when ⌊(j + 1)·n/m⌋ > ⌊j·n/m⌋, in integers).
+    /// A function of the index within the fleet only, so every segment of a split run and every merge agrees,
+    /// and a profile whose fractions add up to 1 leaves no client out. O(profiles) per client.
+    public static func assignment(of index: Int, count: Int, profiles: [EngineNetworkProfile]) -> Int? {
+        guard index >= 0, index < count else { return nil }
+        var local = index
+        var remaining = count
+        var cumulative = 0.0
+        var taken = 0
+        for (position, profile) in profiles.enumerated() {
+            cumulative += max(0, profile.fraction)
+            let upTo = min(count, Int((Double(count) * cumulative + 1e-9).rounded(.down)))
+            let share = max(0, upTo - taken)
+            if share > 0 && remaining > 0 {
+                let before = local * share / remaining
+                if (local + 1) * share / remaining > before { return position }
+                local -= before
+            }
+            remaining -= share
+            taken += share
+        }
+        return nil
+    }
+
+    /// Clients of a fleet of `count` per profile (`assignment`'s n_k).
+    public static func clientCounts(count: Int, profiles: [EngineNetworkProfile]) -> [Int] {
+        var cumulative = 0.0
+        var taken = 0
+        return profiles.map { profile in
+            cumulative += max(0, profile.fraction)
+            let upTo = min(count, Int((Double(count) * cumulative + 1e-9).rounded(.down)))
+            let share = max(0, upTo - taken)
+            taken += share
+            return share
+        }
     }
 
     /// Problems that make the profile unusable (the scenario layer reports them with a location first).
@@ -108,6 +145,8 @@ final class NetworkShape: Sendable {
     let retransmissionTimeout: UInt64
     /// Queued outbound bytes at which publishing waits, as a full socket send buffer makes it wait.
     let sendBufferBytes: Int
+    /// Queued inbound bytes at which the lane stops reading the socket until half of them were delivered.
+    let receiveBufferBytes: Int
 
     /// z of the 99th percentile of the standard normal.
     static let z99 = 2.326_347_874_040_841
@@ -144,6 +183,9 @@ final class NetworkShape: Sendable {
         retransmissionTimeout = 200_000_000 &+ profile.latencyUp.median &+ profile.latencyDown.median
         let upBytesPerSecond = profile.bandwidthUp / 8
         sendBufferBytes = upBytesPerSecond == 0 ? 4 << 20 : max(4096, Int(upBytesPerSecond))
+        // A second of the downlink (at least 16 KiB, at most 4 MiB): what a radio link's buffers hold.
+        let downBytesPerSecond = profile.bandwidthDown / 8
+        receiveBufferBytes = downBytesPerSecond == 0 ? 4 << 20 : min(4 << 20, max(16 << 10, Int(downBytesPerSecond)))
     }
 
     static func threshold(_ probability: Double) -> UInt64 {
@@ -158,6 +200,10 @@ struct NetworkChunk {
     var end: Int
     var release: UInt64
     var enqueuedAt: UInt64
+    /// Outbound: the packet identifier of a QoS 1/2 PUBLISH (0: none), for the broker-side PUBACK time.
+    var packetID: UInt16 = 0
+    /// Inbound: bytes read during a TLS handshake or WebSocket upgrade, still to go through the layers.
+    var raw = false
 }
 
 /// One direction's queue: the bytes in order, the chunk boundaries with their release times. Storage is reused
@@ -176,9 +222,10 @@ struct NetworkQueue {
     var queuedBytes: Int { bytes.count - consumed }
     var nextRelease: UInt64? { isEmpty ? nil : chunks[firstChunk].release }
 
-    mutating func append(_ input: UnsafeRawBufferPointer, release: UInt64, now: UInt64) {
+    mutating func append(_ input: UnsafeRawBufferPointer, release: UInt64, now: UInt64, packetID: UInt16 = 0,
+                         raw: Bool = false) {
         bytes.append(contentsOf: input)
-        chunks.append(NetworkChunk(end: bytes.count, release: release, enqueuedAt: now))
+        chunks.append(NetworkChunk(end: bytes.count, release: release, enqueuedAt: now, packetID: packetID, raw: raw))
     }
 
     /// Drops the first chunk (after its bytes were handed on); empties the storage when nothing is left.
@@ -213,28 +260,54 @@ struct NetworkQueue {
 /// One client's emulated link, owned by its lane (a class so the lane mutates it in place through the client).
 final class NetworkLink {
     let shape: NetworkShape
+    /// Which of its fleet's profiles this is (index into `EngineFleet.networks`).
+    let profile: Int
+    /// Three streams of the run seed, apart from the client's generator and from each other, so that how often
+    /// one is drawn from (reads come in timing-dependent pieces) never shifts another: delays, the
+    /// Gilbert-Elliott chain (one step per MQTT packet each way), and the times of drops and outages.
     var random: SeededRandom
+    var lossRandom: SeededRandom
+    var eventRandom: SeededRandom
     var up = NetworkQueue()
     var down = NetworkQueue()
+    /// What this link did (summed per profile at the end of the run).
+    var counters = NetworkCounters()
     /// Gilbert-Elliott state (shared by both directions: one radio link).
     var lossBad = false
     /// True while released inbound bytes are handed to the session (they must not be queued again), with the
     /// time they were read from the socket (the broker-side latencies end there).
     var delivering = false
     var deliveringReadAt: UInt64 = 0
-    /// The last released outbound chunks: (queued at, released at), for the broker-side PUBLISH-to-ack time.
-    /// Empty (512 bytes saved per client) for clients that publish nothing at QoS 1.
-    var released: [(UInt64, UInt64)]
+    /// The last released QoS 1/2 PUBLISHes: (packet identifier, released at), for the broker-side PUBLISH-to-ack
+    /// time of first sends and of resends after a reconnect alike. Empty (512 bytes saved per client) for
+    /// clients that publish nothing at QoS 1.
+    var released: [(UInt16, UInt64)]
     var releasedNext = 0
     /// Publishing waits while the queued outbound bytes exceed the shape's send buffer.
     var held = false
+    /// The socket is not read while the inbound queue holds `shape.receiveBufferBytes` or more (backpressure:
+    /// the broker's bytes wait in the kernel and then in the broker, as behind a slow radio link).
+    var readPaused = false
+    /// The TCP handshake's round trip is being waited out (the socket connected, the lane does not know yet).
+    var connectPending = false
+    /// Where the inbound MQTT stream is: bytes of the current packet still to come, or reading its fixed header
+    /// (one loss step per packet, however the reads cut the stream).
+    var downRemaining = 0
+    var downHeaderLength = 0
+    var downHeaderShift = 0
+    var downInHeader = false
+    /// The most inbound bytes queued at once on this link (bounded by backpressure).
+    var downHighWater = 0
 
-    init(shape: NetworkShape, seed: UInt64, globalIndex: Int, tracksAcks: Bool = true) {
+    init(shape: NetworkShape, seed: UInt64, globalIndex: Int, tracksAcks: Bool = true, profile: Int = 0) {
         self.shape = shape
+        self.profile = profile
         released = tracksAcks ? Array(repeating: (0, 0), count: 32) : []
-        // Its own stream of the run seed, apart from the client's generator: the delays do not shift the
-        // client's other draws (payload values, reconnect jitter), and segments draw the same delays.
+        // Segments draw the same delays, losses and events: each stream is keyed by the run seed and the
+        // client's global index only.
         random = SeededRandom(seed: seed ^ 0x6E65_7477_6F72_6B21, stream: UInt64(globalIndex))
+        lossRandom = SeededRandom(seed: seed ^ 0x6C6F_7373_6C6F_7373, stream: UInt64(globalIndex))
+        eventRandom = SeededRandom(seed: seed ^ 0x6576_656E_7473_2121, stream: UInt64(globalIndex))
     }
 
     /// One one-way delay draw (ns).
@@ -261,24 +334,28 @@ final class NetworkLink {
         return (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
     }
 
-    /// The Gilbert-Elliott step for one send: true when it hit a loss (and stalls one retransmission timeout).
+    /// The Gilbert-Elliott step for one MQTT packet: true when it hit a loss (and stalls one retransmission
+    /// timeout). The chain's states depend on the draws only, never on which direction took a step, so the
+    /// number of stalls of a client is fixed by its number of packets.
     @inline(__always)
     func lossStep() -> Bool {
         guard shape.goodToBad > 0 else { return false }
-        let draw = random.next()
+        let draw = lossRandom.next()
         if lossBad {
             if draw < shape.badToGood { lossBad = false }
         } else if draw < shape.goodToBad {
             lossBad = true
         }
+        if lossBad { counters.stalls &+= 1 }
         return lossBad
     }
 
     /// When `count` bytes queued now in one direction leave the emulated link: after the token bucket let them
-    /// through, the one-way delay and any stall, and never before the chunk queued before them.
+    /// through, the one-way delay and any stall, and never before the chunk queued before them. `packets` is
+    /// the number of MQTT packets starting in these bytes (one loss step each).
     /// Returns the release time and whether the send stalled.
     @inline(__always)
-    func releaseTime(count: Int, up isUp: Bool, now: UInt64) -> (UInt64, Bool) {
+    func releaseTime(count: Int, up isUp: Bool, now: UInt64, packets: Int = 1) -> (UInt64, Bool) {
         let nanosPerByte = isUp ? shape.upNanosPerByte : shape.downNanosPerByte
         var linkFreeAt = isUp ? up.linkFreeAt : down.linkFreeAt
         var ready = now
@@ -289,7 +366,8 @@ final class NetworkLink {
             ready = max(linkFreeAt, now)
         }
         var release = ready &+ delay(up: isUp)
-        let stalled = lossStep()
+        var stalled = false
+        for _ in 0..<packets where lossStep() { stalled = true }
         if stalled { release &+= shape.retransmissionTimeout }
         if isUp {
             release = max(release, up.lastRelease)
@@ -303,18 +381,53 @@ final class NetworkLink {
         return (release, stalled)
     }
 
-    func noteReleased(queuedAt: UInt64, releasedAt: UInt64) {
-        guard !released.isEmpty else { return }
-        released[releasedNext] = (queuedAt, releasedAt)
+    /// How many MQTT packets start in `bytes`, the next piece of the inbound stream (the position is kept
+    /// across calls, so a packet cut by two reads is counted once).
+    @inline(__always)
+    func countPacketStarts(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var starts = 0
+        var position = 0
+        let count = bytes.count
+        while position < count {
+            if downRemaining > 0 {
+                let skip = min(downRemaining, count - position)
+                downRemaining -= skip
+                position += skip
+                continue
+            }
+            if !downInHeader {
+                // A fixed header's first byte: a new packet.
+                starts += 1
+                downInHeader = true
+                downHeaderLength = 0
+                downHeaderShift = 0
+                position += 1
+                continue
+            }
+            let byte = bytes[position]
+            position += 1
+            downHeaderLength |= Int(byte & 0x7F) << downHeaderShift
+            downHeaderShift += 7
+            if byte & 0x80 == 0 || downHeaderShift > 21 {
+                downInHeader = false
+                downRemaining = downHeaderLength
+            }
+        }
+        return starts
+    }
+
+    func noteReleased(packetID: UInt16, releasedAt: UInt64) {
+        guard !released.isEmpty, packetID != 0 else { return }
+        released[releasedNext] = (packetID, releasedAt)
         releasedNext = (releasedNext + 1) & 31
     }
 
-    /// The release time of the outbound chunk queued at `queuedAt` (a PUBLISH's send time), if still known.
-    func releaseOfChunk(queuedAt: UInt64) -> UInt64? {
-        guard !released.isEmpty else { return nil }
+    /// The release time of the latest send of the PUBLISH with `packetID` on this connection, if still known.
+    func releaseOfPublish(packetID: UInt16) -> UInt64? {
+        guard !released.isEmpty, packetID != 0 else { return nil }
         for offset in 1...32 {
             let entry = released[(releasedNext - offset) & 31]
-            if entry.0 == queuedAt && entry.1 != 0 { return entry.1 }
+            if entry.0 == packetID && entry.1 != 0 { return entry.1 }
         }
         return nil
     }
@@ -325,6 +438,10 @@ final class NetworkLink {
         down.clear()
         delivering = false
         held = false
+        readPaused = false
+        connectPending = false
+        downRemaining = 0
+        downInHeader = false
         for index in released.indices { released[index] = (0, 0) }
     }
 }

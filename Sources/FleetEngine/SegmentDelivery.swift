@@ -14,12 +14,12 @@ public struct SegmentDelivery: Sendable {
     /// This segment's tracked streams that published: (global stream id, messages published).
     public var published: [(stream: Int, count: UInt64)] = []
     /// Per fleet, per QoS (0...2): the final figures of pairs local to this segment.
-    public var local: [[DeliveryCounts]]
+    public var local: [PerQoS<DeliveryCounts>]
     public var remotePairs: [SegmentRemotePair] = []
     public var groupStreams: [SegmentGroupStream] = []
 
     public init(fleetCount: Int) {
-        local = Array(repeating: [DeliveryCounts(), DeliveryCounts(), DeliveryCounts()], count: fleetCount)
+        local = Array(repeating: PerQoS(repeating: DeliveryCounts()), count: fleetCount)
     }
 }
 

@@ -113,7 +113,12 @@ struct SimulatedClient {
     var session: MQTTClientSession
     /// Emulated network conditions (`Lane+Network`); nil for clients without a profile.
     var network: NetworkLink? = nil
-    var phase: ClientPhase = .idle
+    /// Where the connection is in its life, its attempt count and its connect times (`ClientConnectionMachine`).
+    var connection = ClientConnectionMachine()
+    var phase: ClientPhase { connection.phase }
+    /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.
+    var isReady: Bool { connection.isReady }
+    var hasConnectedBefore: Bool { connection.hasConnectedBefore }
     var socket: TCPSocket?
     /// Layer state of the current connection (TLS/WebSocket endpoints only).
     var transport: ClientTransport?
@@ -144,15 +149,11 @@ struct SimulatedClient {
     /// When the client last became able to send again: connected, its window reopened or its socket drained.
     /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
     var sendableSince: UInt64 = 0
-    let outbound = OutboundBuffer(initialCapacity: 2048)
+    /// Bytes to write. Its 2 KiB block is lent by the lane's `outboundBlocks` while bytes wait, so an idle client
+    /// holds none (`Lane.init` lends it the pool).
+    let outbound = OutboundBuffer(initialCapacity: Lane.outboundBlockSize)
     /// Bytes of a packet not yet whole. Empty (no storage) for most clients most of the time.
     var inbound: [UInt8] = []
-    /// Failed connects or lost connections in a row (reset by a CONNACK).
-    var attempt = 0
-    var hasConnectedBefore = false
-    var connectStartedAt: UInt64 = 0
-    var connectSentAt: UInt64 = 0
-    var subscribeSentAt: UInt64 = 0
     var subscribePacketID: UInt16 = 0
     let subscriptions: [MQTTSubscription]
     /// Some subscription asks for Retain As Published (the RETAIN flag then no longer says "on subscribe").
@@ -173,8 +174,6 @@ struct SimulatedClient {
     /// Offline store-and-forward per stream (`Lane+Offline`): due messages still to send from the buffer after a
     /// reconnect, and slots to skip once those are out (`drop_newest`).
     var offline: [OfflineBacklog] = []
-    /// Connected and subscribed once (or given up): counts toward the start-of-publishing barrier.
-    var isReady = false
     /// Streams (global ids) its subscriptions match, for the entitlement windows (`Lane+Entitlement`), whether
     /// each outlives a disconnect (persistent session, QoS ≥ 1 both ways), and the key its windows are kept under
     /// (high 32 bits: its own index for a plain filter, its group's tagged index for a shared subscription, so a

@@ -68,6 +68,15 @@ public struct TimingWheel: Sendable {
     public private(set) var readyCount: Int = 0
     /// Scratch for sorting one tick's entries; its capacity is the node count, so it never grows.
     private var sortScratch: [Int32]
+    /// The answer of `nextExpiration` for the buckets (a tick; .max: none), valid while `earliestIsCurrent`.
+    /// Working it out walks the earliest higher-level slot, which in a fleet that only receives holds every
+    /// client's keep-alive deadline; the lane asks every turn, so the answer is kept and only worked out again
+    /// after the entry that gave it may have left: it fired, was moved or cancelled, or a parked entry moved.
+    /// Scheduling only lowers it (`insert`), and cascading a slot down leaves every entry's tick as it was.
+    private var earliestTick: UInt64 = .max
+    private var earliestIsCurrent = true
+    /// Times the answer was worked out by walking (tests check the walk is not repeated needlessly).
+    public private(set) var earliestRecomputations = 0
 
     private static let none: Int32 = -1
     private static let readyLocation = Int32(levelCount * slotsPerLevel)
@@ -166,12 +175,31 @@ public struct TimingWheel: Sendable {
     /// when nothing is scheduled; a lane with nothing else to do can sleep until then. Returns a time not
     /// after the last advanced tick when entries are ready. With deadlines parked beyond the 2^36-tick span
     /// it may answer earlier than the next entry (waking then is harmless: nothing fires early).
-    public func nextExpiration() -> UInt64? {
+    public mutating func nextExpiration() -> UInt64? {
         if readyHead != Self.none { return tickTime(elapsedTicks) }
-        guard let slot = nextOccupiedSlot() else { return nil }
+        if !earliestIsCurrent {
+            earliestTick = earliestBucketTick()
+            earliestIsCurrent = true
+            earliestRecomputations &+= 1
+        }
+        return earliestTick == .max ? nil : tickTime(earliestTick)
+    }
+
+    /// `nextExpiration` worked out from the buckets every time (the model the cached answer is tested against).
+    func nextExpirationWalking() -> UInt64? {
+        if readyHead != Self.none { return tickTime(elapsedTicks) }
+        let tick = earliestBucketTick()
+        return tick == .max ? nil : tickTime(tick)
+    }
+
+    /// The tick `advance` next has something to hand out at, from the buckets alone (.max: they are empty).
+    /// Every non-parked entry lies inside its slot's range and slots do not overlap, so the earliest slot's
+    /// earliest entry is the earliest of all; a parked entry stands for its slot's start (where it is re-parked).
+    private func earliestBucketTick() -> UInt64 {
+        guard let slot = nextOccupiedSlot() else { return .max }
         // A level-0 slot spans one tick: whatever it holds is due at its start (no walk over its entries,
         // which are cold in cache: this runs every turn).
-        if slot.level == 0 { return tickTime(slot.start) }
+        if slot.level == 0 { return slot.start }
         var earliest = UInt64.max
         var node = bucketHeads[slot.level * Self.slotsPerLevel + slot.slot]
         while node != Self.none {
@@ -181,7 +209,7 @@ public struct TimingWheel: Sendable {
         // Entries of the earliest slot lie inside its range, unless they are parked far deadlines: then later
         // slots may hold earlier entries, so answer the slot's start, where advancing re-parks them.
         let slotEnd = slot.start &+ (1 << (UInt64(slot.level) * Self.slotBits))
-        return tickTime(earliest < slotEnd ? earliest : slot.start)
+        return earliest < slotEnd ? earliest : slot.start
     }
 
     // MARK: Internals
@@ -225,6 +253,15 @@ public struct TimingWheel: Sendable {
         let topBit = UInt64(Self.levelCount) * Self.slotBits
         if masked >= (1 << topBit) { masked = (1 << topBit) - 1 }
         let level = Int((63 - UInt64(masked.leadingZeroBitCount)) / Self.slotBits)
+        if earliestIsCurrent {
+            if level == Self.levelCount - 1 {
+                // The top level, where parked entries are: in a slot that also holds a parked one, the answer
+                // is the slot's start or its earliest near entry, worked out by the walk (12 days away at 1 ms).
+                earliestIsCurrent = false
+            } else if when < earliestTick {
+                earliestTick = when
+            }
+        }
         let slot = Int((placement >> (UInt64(level) * Self.slotBits)) & 63)
         let bucket = level * Self.slotsPerLevel + slot
         let head = bucketHeads[bucket]
@@ -248,6 +285,11 @@ public struct TimingWheel: Sendable {
             if next != Self.none { previousNode[Int(next)] = previous } else { readyTail = previous }
         } else {
             let bucket = Int(where_)
+            // The entry that gave the earliest tick may be leaving (parked entries sit on the top level only).
+            if earliestIsCurrent
+                && (whenTicks[node] <= earliestTick || bucket >= (Self.levelCount - 1) * Self.slotsPerLevel) {
+                earliestIsCurrent = false
+            }
             if previous != Self.none {
                 nextNode[Int(previous)] = next
             } else {
@@ -306,7 +348,10 @@ public struct TimingWheel: Sendable {
                 insert(index)
             }
         }
+        // The top level's slot may hold parked entries, which stood for its start.
+        if level == Self.levelCount - 1 { earliestIsCurrent = false }
         guard !sortScratch.isEmpty else { return }
+        earliestIsCurrent = false  // the earliest entries fired
         sortByDeadline()
         for index in sortScratch { appendReady(Int(index)) }
     }

@@ -1,43 +1,5 @@
 import MQTTCodec
 
-/// One counter per QoS level, without allocation.
-public struct PerQoSCounts: Equatable, Sendable {
-    public var qos0: UInt64 = 0
-    public var qos1: UInt64 = 0
-    public var qos2: UInt64 = 0
-
-    public init(qos0: UInt64 = 0, qos1: UInt64 = 0, qos2: UInt64 = 0) {
-        self.qos0 = qos0
-        self.qos1 = qos1
-        self.qos2 = qos2
-    }
-
-    public subscript(qos: MQTTQoS) -> UInt64 {
-        get {
-            switch qos {
-            case .atMostOnce: return qos0
-            case .atLeastOnce: return qos1
-            case .exactlyOnce: return qos2
-            }
-        }
-        set {
-            switch qos {
-            case .atMostOnce: qos0 = newValue
-            case .atLeastOnce: qos1 = newValue
-            case .exactlyOnce: qos2 = newValue
-            }
-        }
-    }
-
-    public var total: UInt64 { qos0 &+ qos1 &+ qos2 }
-
-    public mutating func add(_ other: PerQoSCounts) {
-        qos0 &+= other.qos0
-        qos1 &+= other.qos1
-        qos2 &+= other.qos2
-    }
-}
-
 /// Acks a client waits for under a deadline; a missed deadline is an ack timeout of that kind.
 public enum AckKind: Int, CaseIterable, Sendable {
     case connack, suback, unsuback, puback, pubrec, pubcomp, pingresp
@@ -182,10 +144,12 @@ private func hexByte(_ byte: UInt8) -> String {
 /// A run's counters are the sum of its lanes' and processes' `ClientCounters`.
 public typealias RunCounters = ClientCounters
 
-/// Counters of a set of clients: one lane's, one process's or (after `add`) a whole run's.
+/// Counters of a set of clients: one fleet's on one lane, one fleet's or a whole run's (after `add`), from the lane
+/// through the engine's result to report.json and `fleetbench merge`. Declared once, here: a counter added to
+/// this struct and to `add(_:)` reaches every stage.
 ///
-/// Per-message counters are plain fields (an increment is one add, no allocation). Failures and disconnects are
-/// counted by reason in small dictionaries: they happen per connection, not per message.
+/// Per-message counters are plain fields (an increment is one add, no allocation). Failures, disconnects and
+/// transport errors are counted by reason in small dictionaries: they happen per connection, not per message.
 public struct ClientCounters: Equatable, Sendable {
     public var connectsAttempted: UInt64 = 0
     public var connectsSucceeded: UInt64 = 0
@@ -214,6 +178,48 @@ public struct ClientCounters: Equatable, Sendable {
     /// client that connected once and then lost its connection is not counted).
     public var neverConnected: UInt64 = 0
 
+    // Arrivals outside the delivery accounting.
+    /// Messages received that carried no fleetbench header (foreign publishers, will messages) or another run's
+    /// id (report.json `delivery.foreign`).
+    public var foreignMessages: UInt64 = 0
+    /// Messages a broker handed over because of a subscription, from its retained store
+    /// (`delivery.retained_on_subscribe`): not counted as deliveries, no latency.
+    public var retainedOnSubscribe: UInt64 = 0
+
+    // The generator's own accounting of what it did not send.
+    /// Slots a `drop` stream skipped because it was behind.
+    public var droppedSlots: UInt64 = 0
+    /// In-flight messages given up (session lost on reconnect, or connection closed for good).
+    public var abandonedPublishes: UInt64 = 0
+    /// Schedule slots due by the end of the publishing phase that were never sent (window or socket full, the
+    /// client offline): counted once, when publishing stops.
+    public var unsentAtEnd: UInt64 = 0
+    /// QoS 1/2 messages still awaiting their ack, within its deadline, when the drain ended (by QoS).
+    public var unackedAtEnd = PerQoSCounts()
+
+    // Request/response.
+    /// Requester side: requests sent, replies received to them, and replies that came after the request's timeout.
+    public var requestsSent: UInt64 = 0
+    public var responsesReceived: UInt64 = 0
+    public var responsesLate: UInt64 = 0
+    /// Responder side: requests answered, and requests that could not be (no reply topic, window full, closed).
+    public var requestsAnswered: UInt64 = 0
+    public var requestsUnanswered: UInt64 = 0
+
+    /// Churn disconnects that found no connected client of the fleet on their lane (report.json
+    /// `connections.churn_skipped`).
+    public var churnSkipped: UInt64 = 0
+    /// Offline store-and-forward (streams with `offline`).
+    public var offline = OfflineCounts()
+    /// TLS and WebSocket failures by their reason text ("certificate verify failed: ...", "WebSocket upgrade
+    /// refused: HTTP 404 ..."), connect failures and closed connections alike (the connect and disconnect reasons
+    /// keep only the kind). At most `transportErrorKinds` distinct texts (`recordTransportError`).
+    public private(set) var transportErrors: [String: UInt64] = [:]
+    /// SO_RCVLOWAT batching of acks: connections seen holding acks below a raised low watermark (a broker with
+    /// Nagle's algorithm on), read at every byte from then on until re-armed; and the re-arms.
+    public var lowWatermarkFallbacks: UInt64 = 0
+    public var lowWatermarkRearms: UInt64 = 0
+
     public init() {}
 
     public mutating func recordConnectFailure(_ reason: ConnectFailureReason, count: UInt64 = 1) {
@@ -227,7 +233,27 @@ public struct ClientCounters: Equatable, Sendable {
 
     public var disconnectsTotal: UInt64 { disconnects.values.reduce(0, &+) }
 
-    /// Adds another lane's, process's or run's counters to these.
+    /// Distinct transport error texts kept; further ones are counted under `otherTransportError`, so a hostile
+    /// peer cannot grow the table without bound.
+    public static let transportErrorKinds = 32
+    public static let otherTransportError = "other transport error"
+
+    public mutating func recordTransportError(_ text: String, count: UInt64 = 1) {
+        if transportErrors[text] != nil || transportErrors.count < Self.transportErrorKinds {
+            transportErrors[text, default: 0] &+= count
+        } else {
+            transportErrors[Self.otherTransportError, default: 0] &+= count
+        }
+    }
+
+    public var transportErrorsTotal: UInt64 { transportErrors.values.reduce(0, &+) }
+
+    /// Requests without a reply by the end of the run, plus late replies.
+    public var requestsTimedOut: UInt64 {
+        (requestsSent > responsesReceived ? requestsSent - responsesReceived : 0) &+ responsesLate
+    }
+
+    /// Adds another lane's, fleet's, process's or run's counters to these.
     public mutating func add(_ other: ClientCounters) {
         connectsAttempted &+= other.connectsAttempted
         connectsSucceeded &+= other.connectsSucceeded
@@ -246,5 +272,26 @@ public struct ClientCounters: Equatable, Sendable {
         subscriptionsRefused &+= other.subscriptionsRefused
         qos2AckedAsQoS1 &+= other.qos2AckedAsQoS1
         neverConnected &+= other.neverConnected
+        foreignMessages &+= other.foreignMessages
+        retainedOnSubscribe &+= other.retainedOnSubscribe
+        droppedSlots &+= other.droppedSlots
+        abandonedPublishes &+= other.abandonedPublishes
+        unsentAtEnd &+= other.unsentAtEnd
+        unackedAtEnd.add(other.unackedAtEnd)
+        requestsSent &+= other.requestsSent
+        responsesReceived &+= other.responsesReceived
+        responsesLate &+= other.responsesLate
+        requestsAnswered &+= other.requestsAnswered
+        requestsUnanswered &+= other.requestsUnanswered
+        churnSkipped &+= other.churnSkipped
+        offline.add(other.offline)
+        for (text, count) in other.transportErrors { recordTransportError(text, count: count) }
+        lowWatermarkFallbacks &+= other.lowWatermarkFallbacks
+        lowWatermarkRearms &+= other.lowWatermarkRearms
     }
 }
+
+extension ClientCounters: Mergeable {}
+extension OfflineCounts: Mergeable {}
+extension AckTimeoutCounts: Mergeable {}
+extension DeliveryCounts: Mergeable {}

@@ -29,6 +29,7 @@ public enum ReportHTML {
         page += messages(report)
         page += generator(report)
         if report.fleets.count > 1 { page += fleets(report) }
+        if !report.network.isEmpty { page += network(report) }
         page += scenario(report)
         page += environment(report)
         page += "<footer>Written by fleetbench \(HTML.escape(report.toolVersion)) · schema \(RunReport.schema)</footer>\n"
@@ -491,6 +492,29 @@ public enum ReportHTML {
     }
 
     // MARK: Pieces
+
+    /// One row per network profile of each fleet: its clients, what it emulates and what it did.
+    static func network(_ report: RunReport) -> String {
+        var html = "<section id=\"network\">\n<h2>Network conditions</h2>\n"
+        html += "<table>\n<thead><tr><th>Fleet</th><th>Profile</th><th class=\"num\">clients</th><th>Emulated</th>"
+            + "<th class=\"num\">stalls</th><th class=\"num\">drops</th><th class=\"num\">outages</th>"
+            + "<th class=\"num\">outage s</th><th class=\"num\">added delay up ms</th><th class=\"num\">down ms</th>"
+            + "<th class=\"num\">waited for bandwidth</th><th class=\"num\">read pauses</th></tr></thead>\n<tbody>\n"
+        for entry in report.network {
+            html += "<tr><td>\(HTML.escape(entry.fleet))</td><td>\(HTML.escape(entry.profile))</td>"
+                + "<td class=\"num\">\(MetricFormat.grouped(UInt64(entry.clients)))</td>"
+                + "<td>\(HTML.escape(entry.description))</td>"
+                + "<td class=\"num\">\(MetricFormat.grouped(entry.stalls))</td>"
+                + "<td class=\"num\">\(MetricFormat.grouped(entry.drops))</td>"
+                + "<td class=\"num\">\(MetricFormat.grouped(entry.outages))</td>"
+                + "<td class=\"num\">\(MetricFormat.decimal(entry.outageSeconds, places: 1))</td>"
+                + "<td class=\"num\">\(MetricFormat.decimal(entry.meanDelayUpMilliseconds, places: 1))</td>"
+                + "<td class=\"num\">\(MetricFormat.decimal(entry.meanDelayDownMilliseconds, places: 1))</td>"
+                + "<td class=\"num\">\(MetricFormat.grouped(entry.heldForBandwidth))</td>"
+                + "<td class=\"num\">\(MetricFormat.grouped(entry.readPauses))</td></tr>\n"
+        }
+        return html + "</tbody>\n</table>\n</section>\n"
+    }
 
     static func keyValueTable(
         _ caption: String?, _ rows: [(String, String)], highlightNonZero: Bool = false, wide: Bool = false

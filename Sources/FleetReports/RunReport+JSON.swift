@@ -89,6 +89,8 @@ extension RunReport {
             JSONMember("drain_limit_s", .real(generator.drainLimitSeconds)),
             JSONMember("abandoned_publishes", .count(generator.abandonedPublishes)),
             JSONMember("foreign_messages", .count(generator.foreignMessages)),
+            JSONMember("rcvlowat_fallbacks", .count(generator.lowWatermarkFallbacks)),
+            JSONMember("rcvlowat_rearms", .count(generator.lowWatermarkRearms)),
             JSONMember("closed_model_streams", .array(generator.closedModelStreams.map { .string($0) })),
         ])
     }
@@ -256,8 +258,14 @@ extension ConnectionSummary {
             JSONMember("never_connected", .count(neverConnected)),
             JSONMember("retransmitted", .count(retransmitted)),
             JSONMember("window_decreases", .count(windowDecreases)),
+            JSONMember("churn_skipped", .count(churnSkipped)),
+            JSONMember("transport_errors", .count(transportErrorsTotal)),
             JSONMember("failed_by_reason", .object(failuresByReason.map { JSONMember($0.reason, .count($0.count)) })),
             JSONMember("disconnects_by_reason", .object(disconnectsByReason.map { JSONMember($0.reason, .count($0.count)) })),
+            // Texts (OpenSSL's, an HTTP status line) are not keys: an array, most frequent first.
+            JSONMember("transport_errors_by_reason", .array(transportErrors.map { entry in
+                .object([JSONMember("reason", .string(entry.reason)), JSONMember("count", .count(entry.count))])
+            })),
         ])
     }
 }
@@ -278,6 +286,9 @@ extension RequestSummary {
             JSONMember("sent", .count(sent)),
             JSONMember("answered", .count(answered)),
             JSONMember("timed_out", .count(timedOut)),
+            JSONMember("late", .count(late)),
+            JSONMember("responder_answered", .count(responderAnswered)),
+            JSONMember("responder_unanswered", .count(responderUnanswered)),
         ])
     }
 }

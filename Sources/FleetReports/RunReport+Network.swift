@@ -1,7 +1,7 @@
 import FleetJSON
 
-/// One fleet's emulated network conditions and what they did (report.json `network`, one entry per fleet
-/// with a `network` key; absent when no fleet has one).
+/// One network profile of a fleet and what its emulated links did (report.json `network`, one entry per
+/// profile of each fleet with a `network` key, in the key's order; absent when no fleet has one).
 public struct NetworkReport: Sendable, Equatable {
     public var fleet: String
     /// The preset ("lte"), the preset with changed keys ("lte+"), or "custom".
@@ -21,6 +21,8 @@ public struct NetworkReport: Sendable, Equatable {
     public var meanDelayDownMilliseconds: Double = 0
     /// Times publishing waited for the emulated send buffer (bandwidth below the offered rate).
     public var heldForBandwidth: UInt64 = 0
+    /// Times a socket was not read because its emulated downlink's queue was full (backpressure).
+    public var readPauses: UInt64 = 0
 
     public init(fleet: String, profile: String, description: String, clients: Int, fraction: Double) {
         self.fleet = fleet
@@ -44,6 +46,7 @@ public struct NetworkReport: Sendable, Equatable {
             JSONMember("mean_delay_up_ms", .real(meanDelayUpMilliseconds)),
             JSONMember("mean_delay_down_ms", .real(meanDelayDownMilliseconds)),
             JSONMember("held_for_bandwidth", .integer(Int64(clamping: heldForBandwidth))),
+            JSONMember("read_pauses", .integer(Int64(clamping: readPauses))),
         ])
     }
 
@@ -58,6 +61,7 @@ public struct NetworkReport: Sendable, Equatable {
         meanDelayUpMilliseconds = try object.number("mean_delay_up_ms")
         meanDelayDownMilliseconds = try object.number("mean_delay_down_ms")
         heldForBandwidth = try object.count("held_for_bandwidth")
+        readPauses = try object.optionalCount("read_pauses") ?? 0
     }
 
     /// Adds another segment's figures of the same fleet (`fleetbench merge`): counts add, mean delays weigh by
@@ -74,6 +78,7 @@ public struct NetworkReport: Sendable, Equatable {
         outages &+= other.outages
         outageSeconds += other.outageSeconds
         heldForBandwidth &+= other.heldForBandwidth
+        readPauses &+= other.readPauses
     }
 }
 

@@ -131,6 +131,9 @@ extension RunReport {
                 hostname: try environment.string("hostname"), os: try environment.string("os"),
                 cores: Int(try environment.count("cores")), memoryBytes: try environment.count("memory_bytes"),
                 fleetbenchVersion: try environment.string("fleetbench_version")))
+        // Absent from reports written before they were reported: 0.
+        self.generator.lowWatermarkFallbacks = try generator.optionalCount("rcvlowat_fallbacks") ?? 0
+        self.generator.lowWatermarkRearms = try generator.optionalCount("rcvlowat_rearms") ?? 0
         downgrades = try DowngradeSummary(try top.optionalObject("downgrades"))
         requests = try RequestSummary(try top.optionalObject("requests"))
         offline = try OfflineCounts(try top.optionalObject("offline"))
@@ -153,6 +156,9 @@ extension RequestSummary {
         sent = UInt64(try object.optionalNumber("sent") ?? 0)
         answered = UInt64(try object.optionalNumber("answered") ?? 0)
         timedOut = UInt64(try object.optionalNumber("timed_out") ?? 0)
+        late = try object.optionalCount("late") ?? 0
+        responderAnswered = try object.optionalCount("responder_answered") ?? 0
+        responderUnanswered = try object.optionalCount("responder_unanswered") ?? 0
     }
 }
 
@@ -178,6 +184,15 @@ extension ConnectionSummary {
         neverConnected = UInt64(try object.optionalNumber("never_connected") ?? 0)
         retransmitted = UInt64(try object.optionalNumber("retransmitted") ?? 0)
         windowDecreases = UInt64(try object.optionalNumber("window_decreases") ?? 0)
+        // Absent from reports written before they were reported: 0, none.
+        churnSkipped = try object.optionalCount("churn_skipped") ?? 0
+        transportErrors = try object.optionalArray("transport_errors_by_reason")?.map { element throws(ReportError) in
+            let entry = try element.asObject()
+            return ReasonCount(try entry.string("reason"), try entry.count("count"))
+        } ?? []
+        if let total = try object.optionalCount("transport_errors"), total != transportErrorsTotal {
+            throw ReportError("\(object.path).transport_errors: \(total) is not the sum of transport_errors_by_reason (\(transportErrorsTotal))")
+        }
     }
 }
 

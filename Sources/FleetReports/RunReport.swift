@@ -79,12 +79,19 @@ public struct RunReport: Sendable {
         self.environment = environment
     }
 
-    /// Fills connections, messages and ack timeouts from a run's merged counters.
+    /// Fills every counted section from a run's merged counters: connections, messages, ack timeouts,
+    /// downgrades, requests, offline, the arrivals outside the delivery accounting and the generator's counts
+    /// (the delivery accounting itself and the latencies come separately).
     public mutating func setCounters(_ counters: ClientCounters, peakConnected: Int) {
         connections = ConnectionSummary(counters: counters, peakConnected: peakConnected)
         messages = MessageSummary(counters: counters)
         ackTimeouts = counters.ackTimeouts
         downgrades = DowngradeSummary(counters: counters)
+        requests = RequestSummary(counters: counters)
+        offline = counters.offline
+        delivery.foreign = counters.foreignMessages
+        delivery.retainedOnSubscribe = counters.retainedOnSubscribe
+        generator.setCounts(counters)
     }
 }
 
@@ -109,25 +116,51 @@ public struct DowngradeSummary: Equatable, Sendable {
     }
 
     public var total: UInt64 { subscriptionQoS &+ subscriptionRefused &+ qos2AckedAsQoS1 }
+
+    public mutating func add(_ other: DowngradeSummary) {
+        subscriptionQoS &+= other.subscriptionQoS
+        subscriptionRefused &+= other.subscriptionRefused
+        qos2AckedAsQoS1 &+= other.qos2AckedAsQoS1
+    }
 }
 
-/// The requester side of request/response (command and control): requests published, responses received to them,
-/// and requests without a response in time (no response by the end of the run, or a late one).
+/// Request/response (command and control). The requester side: requests published, responses received to them,
+/// requests without a response in time (no response by the end of the run, or a late one) and, of those, the
+/// late ones. The responder side: requests a responder answered, and those it could not (no response topic, its
+/// window full, its connection closed).
 public struct RequestSummary: Equatable, Sendable {
     public var sent: UInt64 = 0
     public var answered: UInt64 = 0
     public var timedOut: UInt64 = 0
+    /// Responses that arrived after the request's timeout (counted in `timedOut` too; absent from older reports: 0).
+    public var late: UInt64 = 0
+    /// Responder side (absent from older reports: 0).
+    public var responderAnswered: UInt64 = 0
+    public var responderUnanswered: UInt64 = 0
 
-    public init(sent: UInt64 = 0, answered: UInt64 = 0, timedOut: UInt64 = 0) {
+    public init(sent: UInt64 = 0, answered: UInt64 = 0, timedOut: UInt64 = 0, late: UInt64 = 0,
+                responderAnswered: UInt64 = 0, responderUnanswered: UInt64 = 0) {
         self.sent = sent
         self.answered = answered
         self.timedOut = timedOut
+        self.late = late
+        self.responderAnswered = responderAnswered
+        self.responderUnanswered = responderUnanswered
+    }
+
+    public init(counters: ClientCounters) {
+        self.init(sent: counters.requestsSent, answered: counters.responsesReceived, timedOut: counters.requestsTimedOut,
+                  late: counters.responsesLate, responderAnswered: counters.requestsAnswered,
+                  responderUnanswered: counters.requestsUnanswered)
     }
 
     public mutating func add(_ other: RequestSummary) {
         sent &+= other.sent
         answered &+= other.answered
         timedOut &+= other.timedOut
+        late &+= other.late
+        responderAnswered &+= other.responderAnswered
+        responderUnanswered &+= other.responderUnanswered
     }
 }
 
@@ -212,6 +245,11 @@ public struct ConnectionSummary: Equatable, Sendable {
     /// halved its bound of connects in flight to a broker address for that (absent from older reports: 0).
     public var retransmitted: UInt64 = 0
     public var windowDecreases: UInt64 = 0
+    /// Churn disconnects that found no connected client of the fleet on their lane (absent from older reports: 0).
+    public var churnSkipped: UInt64 = 0
+    /// TLS and WebSocket failures by their reason text, most frequent first, then by text (absent from older
+    /// reports: empty). The failure and disconnect reasons keep only their kind (`tls_handshake_failed`, ...).
+    public var transportErrors: [ReasonCount] = []
 
     public init(
         attempted: UInt64 = 0, succeeded: UInt64 = 0, failed: UInt64 = 0, reconnects: UInt64 = 0,
@@ -237,7 +275,32 @@ public struct ConnectionSummary: Equatable, Sendable {
         neverConnected = counters.neverConnected
         retransmitted = counters.connectsRetransmitted
         windowDecreases = counters.connectWindowDecreases
+        churnSkipped = counters.churnSkipped
+        transportErrors = Self.byCount(counters.transportErrors.map { ReasonCount($0.key, $0.value) })
     }
+
+    /// Most frequent first, then by text; equal texts summed.
+    static func byCount(_ counts: [ReasonCount]) -> [ReasonCount] {
+        sorted(counts).sorted { $0.count != $1.count ? $0.count > $1.count : $0.reason < $1.reason }
+    }
+
+    /// Adds another process's or segment's connections (peaks add: segments run side by side).
+    public mutating func add(_ other: ConnectionSummary) {
+        attempted &+= other.attempted
+        succeeded &+= other.succeeded
+        failed &+= other.failed
+        reconnects &+= other.reconnects
+        peakConnected &+= other.peakConnected
+        neverConnected &+= other.neverConnected
+        churnSkipped &+= other.churnSkipped
+        retransmitted &+= other.retransmitted
+        windowDecreases &+= other.windowDecreases
+        failuresByReason = Self.sorted(failuresByReason + other.failuresByReason)
+        disconnectsByReason = Self.sorted(disconnectsByReason + other.disconnectsByReason)
+        transportErrors = Self.byCount(transportErrors + other.transportErrors)
+    }
+
+    public var transportErrorsTotal: UInt64 { transportErrors.reduce(0) { $0 &+ $1.count } }
 
     /// Same names can come from distinct enum values (none today); they are summed.
     static func sorted(_ counts: [ReasonCount]) -> [ReasonCount] {
@@ -255,7 +318,7 @@ public struct MessageSummary: Equatable, Sendable {
     public var acked = PerQoSCounts()
     public var received = PerQoSCounts()
     /// QoS 1/2 messages still awaiting their ack, within its deadline, when the end-of-run drain ended
-    /// (`EngineResult.unackedAtEnd`; QoS 0 is not written). Not part of `ClientCounters`: set by the runner.
+    /// (`ClientCounters.unackedAtEnd`; QoS 0 is not written).
     public var unackedAtEnd = PerQoSCounts()
     public var bytesIn: UInt64 = 0
     public var bytesOut: UInt64 = 0
@@ -275,14 +338,24 @@ public struct MessageSummary: Equatable, Sendable {
         self.init(
             published: counters.published, acked: counters.acked, received: counters.received,
             bytesIn: counters.bytesIn, bytesOut: counters.bytesOut)
+        unackedAtEnd = counters.unackedAtEnd
+    }
+
+    public mutating func add(_ other: MessageSummary) {
+        published.add(other.published)
+        acked.add(other.acked)
+        received.add(other.received)
+        unackedAtEnd.add(other.unackedAtEnd)
+        bytesIn &+= other.bytesIn
+        bytesOut &+= other.bytesOut
     }
 }
 
 /// Delivery accounting by the publishing stream's QoS.
+@dynamicMemberLookup
 public struct DeliveryByQoS: Equatable, Sendable {
-    public var qos0 = DeliveryCounts()
-    public var qos1 = DeliveryCounts()
-    public var qos2 = DeliveryCounts()
+    /// `qos0`, `qos1`, `qos2` and `[qos]` reach these.
+    public var byQoS = PerQoS(repeating: DeliveryCounts())
     /// Arrivals that were not this run's: no fleetbench header, or another run's id (`delivery.foreign`).
     public var foreign: UInt64 = 0
     /// Retained messages a broker handed over on subscribe (`delivery.retained_on_subscribe`).
@@ -290,44 +363,31 @@ public struct DeliveryByQoS: Equatable, Sendable {
 
     public init(qos0: DeliveryCounts = DeliveryCounts(), qos1: DeliveryCounts = DeliveryCounts(),
                 qos2: DeliveryCounts = DeliveryCounts(), foreign: UInt64 = 0, retainedOnSubscribe: UInt64 = 0) {
-        self.qos0 = qos0
-        self.qos1 = qos1
-        self.qos2 = qos2
+        self.init(PerQoS(qos0, qos1, qos2), foreign: foreign, retainedOnSubscribe: retainedOnSubscribe)
+    }
+
+    public init(_ byQoS: PerQoS<DeliveryCounts>, foreign: UInt64 = 0, retainedOnSubscribe: UInt64 = 0) {
+        self.byQoS = byQoS
         self.foreign = foreign
         self.retainedOnSubscribe = retainedOnSubscribe
     }
 
-    /// From the engine's array indexed by QoS (missing entries stay empty, extra ones are ignored).
-    public init(_ byIndex: [DeliveryCounts], foreign: UInt64 = 0, retainedOnSubscribe: UInt64 = 0) {
-        if byIndex.count > 0 { qos0 = byIndex[0] }
-        if byIndex.count > 1 { qos1 = byIndex[1] }
-        if byIndex.count > 2 { qos2 = byIndex[2] }
-        self.foreign = foreign
-        self.retainedOnSubscribe = retainedOnSubscribe
+    public subscript(dynamicMember path: WritableKeyPath<PerQoS<DeliveryCounts>, DeliveryCounts>) -> DeliveryCounts {
+        get { byQoS[keyPath: path] }
+        set { byQoS[keyPath: path] = newValue }
     }
 
     public subscript(qos: MQTTQoS) -> DeliveryCounts {
-        get {
-            switch qos {
-            case .atMostOnce: return qos0
-            case .atLeastOnce: return qos1
-            case .exactlyOnce: return qos2
-            }
-        }
-        set {
-            switch qos {
-            case .atMostOnce: qos0 = newValue
-            case .atLeastOnce: qos1 = newValue
-            case .exactlyOnce: qos2 = newValue
-            }
-        }
+        get { byQoS[qos] }
+        set { byQoS[qos] = newValue }
     }
 
-    public var total: DeliveryCounts {
-        var sum = qos0
-        sum.add(qos1)
-        sum.add(qos2)
-        return sum
+    public var total: DeliveryCounts { byQoS.sum(from: DeliveryCounts()) }
+
+    public mutating func add(_ other: DeliveryByQoS) {
+        byQoS.add(other.byQoS)
+        foreign &+= other.foreign
+        retainedOnSubscribe &+= other.retainedOnSubscribe
     }
 }
 
@@ -398,6 +458,11 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var drainLimitSeconds: Double = 0
     /// Messages that carried no fleetbench header or an unknown stream (engine `foreignMessages`).
     public var foreignMessages: UInt64 = 0
+    /// SO_RCVLOWAT batching of acks: connections whose broker was seen holding acks below a raised low watermark
+    /// (Nagle's algorithm on) and were read at every byte from then on, and the times the batching was re-armed
+    /// (engine `lowWatermarkFallbacks`, `lowWatermarkRearms`; absent from older reports: 0).
+    public var lowWatermarkFallbacks: UInt64 = 0
+    public var lowWatermarkRearms: UInt64 = 0
     /// Streams that ran closed-model (`{"type": "max"}`): each client sent as fast as its window or socket let it.
     /// Their latency counts from the actual send (they have no intended time and no schedule lag), so it is not
     /// open-model latency: it does not include waiting for the window.
@@ -431,6 +496,16 @@ public struct GeneratorHealth: Equatable, Sendable {
         self.drainSeconds = drainSeconds
         self.drainLimitSeconds = drainLimitSeconds
         self.foreignMessages = foreignMessages
+    }
+
+    /// The generator's counts from a run's counters.
+    public mutating func setCounts(_ counters: ClientCounters) {
+        droppedSlots = counters.droppedSlots
+        abandonedPublishes = counters.abandonedPublishes
+        unsentAtEnd = counters.unsentAtEnd
+        foreignMessages = counters.foreignMessages
+        lowWatermarkFallbacks = counters.lowWatermarkFallbacks
+        lowWatermarkRearms = counters.lowWatermarkRearms
     }
 }
 
@@ -553,6 +628,13 @@ public struct FleetReport: Sendable {
             messages: MessageSummary(counters: counters), ackTimeouts: counters.ackTimeouts, delivery: delivery,
             latency: latency)
         downgrades = DowngradeSummary(counters: counters)
+        requests = RequestSummary(counters: counters)
+        offline = counters.offline
+        self.delivery.foreign = counters.foreignMessages
+        self.delivery.retainedOnSubscribe = counters.retainedOnSubscribe
+        unsentAtEnd = counters.unsentAtEnd
+        droppedSlots = counters.droppedSlots
+        abandonedPublishes = counters.abandonedPublishes
     }
 }
 

@@ -131,11 +131,63 @@ public struct NetworkConditions: Equatable, Sendable {
     }()
 
     public static let presetNames = ["wifi", "lte", "3g", "edge", "lte-m", "nb-iot", "satellite"]
+
+    /// Clients of a fleet of `count` per profile: profile k has ⌊count × (f_1 + … + f_k)⌋ − ⌊count × (f_1 + … +
+    /// f_(k−1))⌋ (the engine's `EngineNetworkProfile.clientCounts`, which also picks which clients).
+    public static func clientCounts(count: Int, profiles: [NetworkConditions]) -> [Int] {
+        var cumulative = 0.0
+        var taken = 0
+        return profiles.map { profile in
+            cumulative += max(0, profile.fraction)
+            let upTo = min(count, Int((Double(count) * cumulative + 1e-9).rounded(.down)))
+            let share = max(0, upTo - taken)
+            taken += share
+            return share
+        }
+    }
 }
 
 extension ScenarioDecoder {
     static let networkKeys = ["preset", "fraction", "latency", "latency_up", "latency_down", "jitter", "bandwidth_up",
                               "bandwidth_down", "loss", "outages"]
+
+    /// `network`: one profile (`decodeNetwork`), or an array of them, each an object with its `fraction` of
+    /// the fleet (`[{"preset": "lte", "fraction": 0.7}, {"preset": "nb-iot", "fraction": 0.3}]`); the
+    /// fractions add up to at most 1 (the rest of the fleet has no profile).
+    func decodeNetworks(_ value: JSONValue, _ path: JSONPath) -> [NetworkConditions]? {
+        guard case .array = value else { return decodeNetwork(value, path).map { [$0] } }
+        guard let items = context.array(value, path) else { return nil }
+        if items.isEmpty {
+            context.error(path, "a list of network profiles needs at least one profile")
+            return nil
+        }
+        var profiles: [NetworkConditions] = []
+        var valid = true
+        var total = 0.0
+        for (item, itemPath) in items {
+            if items.count > 1, case .object = item, item["fraction"] == nil {
+                context.error(itemPath, "each of several network profiles needs its \"fraction\" of the fleet")
+                valid = false
+                continue
+            }
+            if items.count > 1, case .string = item {
+                context.error(itemPath, "each of several network profiles needs its \"fraction\" of the fleet: write {\"preset\": ..., \"fraction\": ...}")
+                return nil  // once: the same fix applies to every name of the list
+            }
+            guard let profile = decodeNetwork(item, itemPath) else {
+                valid = false
+                continue
+            }
+            total += profile.fraction
+            profiles.append(profile)
+        }
+        guard valid else { return nil }
+        if total > 1 + 1e-9 {
+            context.error(path, "the network profiles' fractions add up to \(NetworkConditions.number((total * 1e6).rounded() / 1e6)), more than the whole fleet (1)")
+            return nil
+        }
+        return profiles
+    }
 
     /// `network`: a preset name, or an object (optionally starting from a `preset`, whose figures its other keys
     /// replace).

@@ -408,7 +408,7 @@ struct ScenarioDecoder {
             context.error(path.appending("client_id"), "client ids come from the identities file; remove client_id", atKey: true)
         }
         checkVehicleGenerators(fleet, path, object: object)
-        fleet.network = object.optional("network", decodeNetwork)
+        fleet.networks = object.optional("network", decodeNetworks) ?? []
         if name == nil || count == nil { return nil }
         return fleet
     }

@@ -154,8 +154,14 @@ public struct Fleet: Equatable, Sendable {
     public var requests: [RequestStream] = []
     public var responder: Responder?
     public var heartbeat: Heartbeat?
-    /// Network conditions emulated for (a fraction of) the fleet's vehicles.
-    public var network: NetworkConditions?
+    /// Network conditions emulated for the fleet's vehicles: one profile, or several (`network` as an array),
+    /// each for its `fraction` of the fleet (fractions add up to at most 1; the rest has none).
+    public var networks: [NetworkConditions] = []
+    /// The fleet's only profile (the first of several); setting it replaces `networks`.
+    public var network: NetworkConditions? {
+        get { networks.first }
+        set { networks = newValue.map { [$0] } ?? [] }
+    }
     /// Simulated vehicles behind `{vehicle.*}` (`vehicle`).
     public var vehicle: VehicleSetting?
     /// Client ids and credentials per client, by index (`identities`).

@@ -34,7 +34,7 @@ extension Scenario {
             // PINGREQ goes out after keep_alive without any other packet written, so only a keepalive shorter
             // than the run can ever produce one.
             if fleet.keepalive.nanoseconds > 0, fleet.keepalive < duration { found.insert(.keepAlive) }
-            if let network = fleet.network, network.fraction > 0 { found.insert(.network) }
+            if fleet.networks.contains(where: { $0.fraction > 0 }) { found.insert(.network) }
         }
         if found.contains(.publishes), found.contains(.subscribes) { found.insert(.deliveries) }
         if brokers.isEmpty {

@@ -98,9 +98,11 @@ public struct ScenarioPlan: Equatable, Sendable {
             }
             var plan = FleetPlan(name: fleet.name, clients: fleet.count, protocolVersion: fleet.protocolVersion, streams: streams,
                                  details: Self.details(fleet))
-            if let network = fleet.network {
-                let linked = Int((Double(fleet.count) * network.fraction).rounded(.down))
-                plan.network = "\(network.name) on \(linked) client\(linked == 1 ? "" : "s") (\(network.summary))"
+            if !fleet.networks.isEmpty {
+                let counts = NetworkConditions.clientCounts(count: fleet.count, profiles: fleet.networks)
+                plan.network = zip(fleet.networks, counts).map { network, linked in
+                    "\(network.name) on \(linked) client\(linked == 1 ? "" : "s") (\(network.summary))"
+                }.joined(separator: "; ")
             }
             return plan
         }

@@ -7,8 +7,16 @@ import Glibc
 /// size the steady path allocates nothing. Bytes are appended at `writeIndex` and flushed from `readIndex`; when
 /// space runs out the unsent rest is moved to the front before growing. An idle client can give its block back
 /// with `releaseStorage()` so tens of thousands of idle connections do not each hold a buffer.
+///
+/// With a `pool` (one per lane), a first-size block comes from the pool and goes back to it the moment a flush
+/// leaves the buffer empty: a connection holds a block only while it has bytes waiting, so ten thousand
+/// vehicles publishing every 10 s share the few blocks one turn needs instead of holding 2 KiB each, and the
+/// steady path still allocates nothing (the pool hands the same blocks round). A block that had to grow past
+/// the first size is the connection's own, kept as without a pool.
 public final class OutboundBuffer {
     private var storage: UnsafeMutableRawPointer?
+    /// Where first-size blocks come from and go back to; nil: the buffer keeps its block until `releaseStorage`.
+    public private(set) var pool: OutboundBlockPool?
     public private(set) var capacity = 0
     private var readIndex = 0
     private var writeIndex = 0
@@ -30,9 +38,44 @@ public final class OutboundBuffer {
         precondition(initialCapacity > 0 && maximumCapacity >= initialCapacity, "bad OutboundBuffer capacities")
         self.initialCapacity = initialCapacity
         self.maximumCapacity = maximumCapacity
+        self.pool = nil
     }
 
-    deinit { storage?.deallocate() }
+    /// A buffer whose first-size blocks (`pool.blockSize`, its initial capacity) are lent by `pool`.
+    public convenience init(pool: OutboundBlockPool, maximumCapacity: Int = 4 << 20) {
+        self.init(initialCapacity: pool.blockSize, maximumCapacity: maximumCapacity)
+        self.pool = pool
+    }
+
+    /// From now on first-size blocks come from `pool` (whose block size must be this buffer's initial
+    /// capacity); a block held now is given up first (pending bytes are dropped: call it before first use).
+    public func borrowBlocks(from pool: OutboundBlockPool) {
+        precondition(pool.blockSize == initialCapacity, "OutboundBlockPool block size differs from the initial capacity")
+        removeAll()
+        releaseStorage()
+        self.pool = pool
+    }
+
+    deinit { if let storage { dispose(storage) } }
+
+    /// Whether the storage is a block lent by the pool (it goes back when the buffer empties).
+    @inline(__always) private var holdsPoolBlock: Bool { pool != nil && capacity == initialCapacity }
+
+    /// Gives a block back to the pool it came from, or to the allocator.
+    @inline(__always) private func dispose(_ block: UnsafeMutableRawPointer) {
+        if let pool, capacity == initialCapacity { pool.give(block) } else { block.deallocate() }
+    }
+
+    /// Emptied by a flush: a pool block goes back at once.
+    @inline(__always) private func emptied() {
+        readIndex = 0
+        writeIndex = 0
+        if holdsPoolBlock, let storage, let pool {
+            pool.give(storage)
+            self.storage = nil
+            capacity = 0
+        }
+    }
 
     /// Bytes waiting to be written.
     public var count: Int { writeIndex - readIndex }
@@ -77,7 +120,10 @@ public final class OutboundBuffer {
     /// at once rather than trying again, since the retry would almost always be an EAGAIN syscall wasted.
     @inline(__always)
     public func flush(to socket: TCPSocket) throws(SystemError) -> FlushResult {
-        guard let storage, !isEmpty else { return .complete }
+        guard let storage, !isEmpty else {
+            emptied()  // a pool block taken for nothing (an encoder that wrote no byte) goes back too
+            return .complete
+        }
         let pending = UnsafeRawBufferPointer(start: storage + readIndex, count: count)
         switch try socket.write(from: pending) {
         case .wouldBlock:
@@ -85,8 +131,7 @@ public final class OutboundBuffer {
         case .processed(let written):
             readIndex += written
             if readIndex == writeIndex {
-                readIndex = 0
-                writeIndex = 0
+                emptied()
                 return .complete
             }
             return .pending
@@ -97,21 +142,19 @@ public final class OutboundBuffer {
     public func markWritten(_ count: Int) -> FlushResult {
         readIndex += max(0, min(count, self.count))
         guard readIndex == writeIndex else { return .pending }
-        readIndex = 0
-        writeIndex = 0
+        emptied()
         return .complete
     }
 
-    /// Drops pending bytes (the connection is gone) and keeps the storage for reuse.
+    /// Drops pending bytes (the connection is gone) and keeps the storage for reuse (a pool block goes back).
     public func removeAll() {
-        readIndex = 0
-        writeIndex = 0
+        emptied()
     }
 
     /// Frees the storage if nothing is pending (an idle connection); the next append allocates again.
     public func releaseStorage() {
         guard isEmpty, let storage else { return }
-        storage.deallocate()
+        dispose(storage)
         self.storage = nil
         capacity = 0
         readIndex = 0
@@ -133,15 +176,53 @@ public final class OutboundBuffer {
         var newCapacity = max(capacity, initialCapacity)
         while newCapacity - pendingCount < byteCount { newCapacity *= 2 }
         newCapacity = min(newCapacity, maximumCapacity)
-        let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+        let grown = storage == nil && newCapacity == initialCapacity && pool != nil
+            ? pool.unsafelyUnwrapped.take()
+            : UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
         if let storage {
             if pendingCount > 0 { grown.copyMemory(from: storage + readIndex, byteCount: pendingCount) }
-            storage.deallocate()
+            dispose(storage)
         }
         storage = grown
         capacity = newCapacity
         readIndex = 0
         writeIndex = pendingCount
         return grown + writeIndex
+    }
+}
+
+/// First-size blocks of one lane's outbound buffers (`OutboundBuffer.init(pool:)`), lent while a connection has
+/// bytes waiting and handed back when its flush empties it. At most `maximumFree` idle blocks are kept; past that a
+/// returned block is freed, so a burst (every connection of a lane written at once) does not stay resident.
+/// Used by one thread at a time (the lane's), like the buffers.
+public final class OutboundBlockPool {
+    public let blockSize: Int
+    public let maximumFree: Int
+    private var free: [UnsafeMutableRawPointer] = []
+    /// Blocks lent and not yet given back.
+    public private(set) var lent = 0
+
+    public init(blockSize: Int, maximumFree: Int) {
+        precondition(blockSize > 0 && maximumFree >= 0, "bad OutboundBlockPool sizes")
+        self.blockSize = blockSize
+        self.maximumFree = maximumFree
+        free.reserveCapacity(maximumFree)
+    }
+
+    deinit { for block in free { block.deallocate() } }
+
+    /// Idle blocks held for the next loans.
+    public var freeCount: Int { free.count }
+
+    /// A block of `blockSize` bytes: an idle one, or a new one when none is idle.
+    func take() -> UnsafeMutableRawPointer {
+        lent += 1
+        return free.popLast() ?? .allocate(byteCount: blockSize, alignment: 16)
+    }
+
+    /// Takes a block back: kept for the next loan, or freed when `maximumFree` are idle already.
+    func give(_ block: UnsafeMutableRawPointer) {
+        lent -= 1
+        if free.count < maximumFree { free.append(block) } else { block.deallocate() }
     }
 }

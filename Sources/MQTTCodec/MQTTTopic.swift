@@ -151,14 +151,16 @@ public struct MQTTTopicFilter: Sendable, Hashable {
 
 /// A validated topic name holding its UTF-8 bytes, built once and reused by `MQTTByteBuffer.writePublish`
 /// so the hot path neither validates nor transcodes.
+///
+/// Only the bytes are stored (every client keeps its own topics: a second copy as a `String` cost each of them a
+/// heap block per topic); `name` is made from them when asked, which nothing on the per-message path does.
 public struct MQTTTopicName: Sendable, Hashable {
-    public let name: String
     /// UTF-8 bytes of `name`, without the length prefix.
     public let utf8: [UInt8]
+    public var name: String { String(decoding: utf8, as: UTF8.self) }
 
     public init(_ name: String) throws(MQTTTopicError) {
         try MQTTTopic.validateName(name)
-        self.name = name
         self.utf8 = Array(name.utf8)
     }
 }

@@ -225,6 +225,8 @@ extension MQTTClientSession {
             return
         }
         pendingRequests.remove(at: index)
+        // The last one answered: its storage goes (a vehicle subscribes once, then keeps it for nothing).
+        if pendingRequests.isEmpty { pendingRequests = [] }
         if kind == .subAck {
             // Refused filters are not re-subscribed later.
             if let group = subscriptionGroups.firstIndex(where: { $0.packetID == packetID }) {

@@ -250,7 +250,9 @@ public struct MQTTClientSession: Sendable {
         let packetEnd = output.writerIndex
         var storedOffset = 0
         var storedCount = 0
-        if settings.keepsPublishesForRetransmission {
+        // A clean start never resumes a session (a CONNACK saying otherwise is a violation), so nothing kept
+        // would ever be retransmitted: such sessions keep no copy (no memcpy per message, no bytes per client).
+        if settings.keepsPublishesForRetransmission, !settings.cleanStart {
             if alias == 0 {
                 storedOffset = output.withUnsafeBytes(in: (packetEnd - size)..<packetEnd) { outbound.store($0) }
                 storedCount = size

@@ -39,6 +39,13 @@ struct MQTTOutboundWindow {
 
     var isEmpty: Bool { count == 0 }
 
+    /// Whether a full array (slots or stored bytes) is compacted rather than grown: only when at most a quarter
+    /// of it is live. Compacting whenever there was a hole moved the live half of the array at every refill of a
+    /// window refilled in halves (the array stayed as large as the window); growing until the live part is a
+    /// quarter makes a compaction rare (at most one per three arrays' worth of appends) and bounds the array at
+    /// 4 to 8 times the live part.
+    @inline(__always) static func compacts(live: Int, capacity: Int) -> Bool { live * 4 <= capacity }
+
     /// Index of the slot awaiting an acknowledgement for `packetID`.
     @inline(__always) func index(of packetID: UInt16) -> Int? {
         var index = head
@@ -53,8 +60,8 @@ struct MQTTOutboundWindow {
     func contains(_ packetID: UInt16) -> Bool { index(of: packetID) != nil }
 
     mutating func append(_ message: MQTTOutboundMessage, deadline: UInt64) {
-        if slots.count == slots.capacity, head > 0 || count < slots.count {
-            // Full array with holes: drop the freed slots in place (no allocation) before growing.
+        if slots.count == slots.capacity, Self.compacts(live: count, capacity: slots.capacity) {
+            // Full array, at least 3/4 of it freed slots: drop them in place (no allocation).
             slots.removeAll { $0.awaiting == nil }
             head = 0
         }
@@ -108,10 +115,11 @@ struct MQTTOutboundWindow {
         return offset
     }
 
-    /// Compacts the stored copies if `count` more bytes would otherwise make the array grow; returns the
-    /// offset the next appended byte gets.
+    /// Compacts the stored copies if `count` more bytes would otherwise make the array grow and the live copies
+    /// with them fill at most a quarter of it (`compacts`); returns the offset the next appended byte gets.
     mutating func reserveStored(_ count: Int) -> Int {
-        if storedStart > 0, storedBytes.capacity - storedBytes.count < count {
+        if storedStart > 0, storedBytes.capacity - storedBytes.count < count,
+           Self.compacts(live: storedBytes.count - storedStart + count, capacity: storedBytes.capacity) {
             let shift = storedStart
             storedBytes.removeSubrange(0..<shift)
             storedStart = 0

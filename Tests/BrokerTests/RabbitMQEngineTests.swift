@@ -72,7 +72,7 @@ extension RabbitMQTests {
         #expect(delivery.unique == 1_200)
         #expect(delivery.lost == 0)
         #expect(result.counters.ackTimeouts.total == 0)
-        #expect(result.abandonedPublishes == 0)
+        #expect(result.counters.abandonedPublishes == 0)
     }
 
     @Test("engine MQTT 5 clients against RabbitMQ: each closed before CONNACK, counted by reason and as never connected")

@@ -5,9 +5,10 @@ import Testing
 /// tunnel stage and the route's own tunnel cutting links, telemetry buffered while offline.
 @Suite("city-commute at small scale")
 struct CityCommuteRunTests {
-    /// 20 of the 200 commuters, a 14 s timeline with half of them cut for 1-3 s.
+    /// 20 of the 200 commuters, a 14 s timeline with half of them cut for 1-3 s. Publishing starts 2 s after the
+    /// ramp at the latest: an NB-IoT car needs several of its 0.8-5 s one-way delays to connect and subscribe.
     static let scaledDown = [
-        "--scale", "0.1", "--set", "duration=14s", "--set",
+        "--scale", "0.1", "--set", "duration=14s", "--set", "ready_timeout=2s", "--set",
         #"stages=[{"type": "ramp_up", "over": "1s"}, {"type": "steady", "duration": "3s"}, "#
             + #"{"type": "tunnel", "fleet": "commuters", "fraction": "50%", "outage": ["1s", "3s"], "duration": "3s"}, "#
             + #"{"type": "steady", "duration": "7s"}]"#,

@@ -20,6 +20,36 @@ struct RunNetworkTests {
         }
         """
 
+    @Test("two profiles in one fleet: report.json, the summary and the HTML report have one entry for each")
+    func twoProfiles() throws {
+        let directory = RunEndToEndTests.temporaryDirectory("network-two")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/two.json"
+        try Self.scenario.replacingOccurrences(
+            of: #""network": {"preset": "lte", "latency": "50ms", "loss": {"rate": "10%", "burst": 2}}"#,
+            with: #""network": [{"preset": "lte", "fraction": 0.75}, {"latency": "200ms", "fraction": 0.25}]"#)
+            .replacingOccurrences(of: #""latency.puback.p50 >= 100ms""#, with: #""latency.puback.p50 >= 50ms""#)
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let out = directory + "/out"
+        let outcome = try RunEndToEndTests.run(["run", file, "--seed", "5", "--out", out, "--quiet"])
+        #expect(outcome.status == 0, "\(outcome.output)\n\(outcome.error)")
+        let report = try RunEndToEndTests.report(in: out)
+        let network = try #require(report["network"] as? [[String: Any]])
+        #expect(network.map { $0["fleet"] as? String } == ["cars", "cars"])
+        #expect(network.map { $0["profile"] as? String } == ["lte", "custom"])
+        #expect(network.map { $0["clients"] as? Int } == [3, 1])
+        #expect(network.map { $0["fraction"] as? Double } == [0.75, 0.25])
+        #expect(network[1]["description"] as? String == "latency 200ms each way")
+        // A fixed 200 ms each way: the custom profile's mean added delay is exactly that.
+        #expect(network[1]["mean_delay_up_ms"] as? Double == 200)
+        #expect(outcome.output.contains("  network       cars: lte on 3 clients (latency p50 30ms, p99 120ms each way;"))
+        #expect(outcome.output.contains("  network       cars: custom on 1 clients (latency 200ms each way)"))
+        let html = try String(contentsOfFile: out + "/report.html", encoding: .utf8)
+        #expect(html.contains("<tr><td>cars</td><td>lte</td><td class=\"num\">3</td>"))
+        #expect(html.contains("<tr><td>cars</td><td>custom</td><td class=\"num\">1</td>"))
+    }
+
     @Test("summary, report.json and thresholds show the fleet's profile, its stalls and the broker-side latency")
     func reported() throws {
         let directory = RunEndToEndTests.temporaryDirectory("network")

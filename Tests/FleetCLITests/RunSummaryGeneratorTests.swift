@@ -49,7 +49,8 @@ struct RunSummaryGeneratorTests {
         report.generator.unsentAtEnd = 12
         report.generator.droppedSlots = 2
         report.downgrades = DowngradeSummary(subscriptionQoS: 3, subscriptionRefused: 1, qos2AckedAsQoS1: 0)
-        report.requests = RequestSummary(sent: 50, answered: 47, timedOut: 3)
+        report.requests = RequestSummary(sent: 50, answered: 47, timedOut: 3, late: 1, responderAnswered: 48,
+                                         responderUnanswered: 2)
         var cars = FleetReport(name: "cars", clients: 2)
         cars.unsentAtEnd = 9
         cars.downgrades = DowngradeSummary(subscriptionQoS: 3)
@@ -57,15 +58,18 @@ struct RunSummaryGeneratorTests {
         backend.unsentAtEnd = 3
         backend.droppedSlots = 2
         backend.downgrades = DowngradeSummary(subscriptionRefused: 1)
-        backend.requests = RequestSummary(sent: 50, answered: 47, timedOut: 3)
-        report.fleets = [cars, backend]
+        backend.requests = RequestSummary(sent: 50, answered: 47, timedOut: 3, late: 1)
+        var vehicles = FleetReport(name: "vehicles", clients: 5)
+        vehicles.requests = RequestSummary(responderAnswered: 48, responderUnanswered: 2)
+        report.fleets = [cars, backend, vehicles]
         let lines = RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init)
         #expect(lines.filter { $0.hasPrefix("  schedule") }
             == ["  schedule      unsent at end 12 (cars 9, backend 3), dropped 2 (backend 2)"])
         #expect(lines.filter { $0.hasPrefix("  downgrades") }
             == ["  downgrades    subscription_qos 3, subscription_refused 1 (cars 3, backend 1)"])
         #expect(lines.filter { $0.hasPrefix("  requests") }
-            == ["  requests      sent 50, answered 47, timed out 3 (backend 3)"])
+            == ["  requests      sent 50, answered 47, timed out 3 (backend 3), of them late 1; "
+                + "responders answered 48, could not answer 2 (vehicles 2)"])
         // One fleet: no fleets section, no shares.
         report.fleets = []
         #expect(RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init)

@@ -177,7 +177,7 @@ struct EngineBackpressureTests {
         #expect(outcome.disconnects == Self.publishers)
         #expect(result.counters.published.qos0 == UInt64(Self.publishers * Self.messages))
         #expect(result.counters.disconnects == [.clientInitiated: UInt64(Self.publishers)])
-        #expect(result.abandonedPublishes == 0)
+        #expect(result.counters.abandonedPublishes == 0)
         #expect(engine.lanes.allSatisfy { $0.sendRing?.isUsable ?? true })
     }
 }

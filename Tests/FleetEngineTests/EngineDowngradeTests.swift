@@ -124,7 +124,7 @@ struct EngineDowngradeTests {
         #expect(result.counters.qos2AckedAsQoS1 == 12)
         #expect(result.counters.acked[.exactlyOnce] == 0)
         #expect(result.counters.ackTimeouts.total == 0)
-        #expect(result.abandonedPublishes == 0)
+        #expect(result.counters.abandonedPublishes == 0)
     }
 
     @Test("3.1.1 CONNACK return code 1 (unacceptable protocol version): reported as 0x84, both clients never connected")

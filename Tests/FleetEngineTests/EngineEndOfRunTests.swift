@@ -57,10 +57,10 @@ struct EngineEndOfRunTests {
         #expect(result.counters.published.qos1 == 24)
         #expect(result.counters.acked.qos1 == 0)
         #expect(result.counters.ackTimeouts.total == 0)
-        #expect(result.unackedAtEnd == PerQoSCounts(qos1: 24))
-        #expect(result.unsentAtEnd == 3 * (20 - 8))
-        #expect(result.fleets["publishers"]?.unackedAtEnd == PerQoSCounts(qos1: 24))
-        #expect(result.fleets["publishers"]?.unsentAtEnd == 36)
+        #expect(result.counters.unackedAtEnd == PerQoSCounts(qos1: 24))
+        #expect(result.counters.unsentAtEnd == 3 * (20 - 8))
+        #expect(result.fleets["publishers"]?.counters.unackedAtEnd == PerQoSCounts(qos1: 24))
+        #expect(result.fleets["publishers"]?.counters.unsentAtEnd == 36)
         // Something was outstanding all along: the drain took its whole time.
         #expect(result.phases.drainEnd - result.phases.publishEnd >= 500_000_000)
     }
@@ -105,8 +105,8 @@ struct EngineEndOfRunTests {
         let fleet = Self.publishers(2, qos: .exactlyOnce, window: 5, slots: 9, pubAck: 10_000_000_000)
         let result = try Self.runFrozen(fleet, duration: 300_000_000, drain: 300_000_000)
         #expect(result.counters.published.qos2 == 10)
-        #expect(result.unackedAtEnd == PerQoSCounts(qos2: 10))
-        #expect(result.unsentAtEnd == 2 * (9 - 5))
+        #expect(result.counters.unackedAtEnd == PerQoSCounts(qos2: 10))
+        #expect(result.counters.unsentAtEnd == 2 * (9 - 5))
     }
 
     @Test("acks whose deadline passes during the drain are ack timeouts, not unacked at end; the drain then stops early")
@@ -116,8 +116,8 @@ struct EngineEndOfRunTests {
         #expect(result.counters.published.qos1 == 24)
         #expect(result.counters.ackTimeouts.puback == 24)
         #expect(result.counters.ackTimeouts.total == 24)
-        #expect(result.unackedAtEnd == PerQoSCounts())
-        #expect(result.unsentAtEnd == 36)
+        #expect(result.counters.unackedAtEnd == PerQoSCounts())
+        #expect(result.counters.unsentAtEnd == 36)
         // Nothing was outstanding once every deadline had passed: the drain did not wait its 5 s.
         #expect(result.phases.drainEnd - result.phases.publishEnd < 4_000_000_000)
     }
@@ -129,10 +129,10 @@ struct EngineEndOfRunTests {
                                     pubAck: 10_000_000_000)
         let result = try Self.runFrozen(fleet, duration: 700_000_000, drain: 200_000_000)
         let published = result.counters.published.qos0
-        #expect(published + result.unsentAtEnd == 400)
-        #expect(result.unsentAtEnd > 0)
-        #expect(result.droppedSlots == 0)
-        #expect(result.unackedAtEnd == PerQoSCounts())
+        #expect(published + result.counters.unsentAtEnd == 400)
+        #expect(result.counters.unsentAtEnd > 0)
+        #expect(result.counters.droppedSlots == 0)
+        #expect(result.counters.unackedAtEnd == PerQoSCounts())
     }
 
     @Test("a message refused by a full window records its schedule lag at its actual send")

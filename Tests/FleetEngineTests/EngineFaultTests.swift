@@ -59,7 +59,7 @@ struct EngineFaultTests {
         #expect(cars.counters.connectsSucceeded == 15)
         #expect(cars.counters.connectsFailed == 0)
         #expect(backend.counters.received[.atLeastOnce] == 5)
-        #expect(backend.foreignMessages == 5)
+        #expect(backend.counters.foreignMessages == 5)
         #expect(backend.counters.disconnects == [.clientInitiated: 1])
     }
 
@@ -77,7 +77,7 @@ struct EngineFaultTests {
         #expect(cars.counters.disconnects == [.churn: 5, .clientInitiated: 10])
         #expect(cars.counters.reconnects == 5)
         #expect(cars.counters.connectsSucceeded == 15)
-        #expect(cars.churnSkipped == 0)
+        #expect(cars.counters.churnSkipped == 0)
         #expect(result.fleets["backend"]?.counters.received.total == 0)
     }
 

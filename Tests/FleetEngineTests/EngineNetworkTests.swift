@@ -1,4 +1,5 @@
 import FleetBroker
+import Glibc
 import FleetMetrics
 import FleetTestSupport
 import FleetTransport
@@ -111,7 +112,7 @@ struct EngineNetworkTests {
                                                 lanes: 2, drainTimeout: 3_000_000_000)
         let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
         EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
-        #expect(result.transportErrors.isEmpty)
+        #expect(result.counters.transportErrors.isEmpty)
         // Up 20 ms and down 20 ms for the PUBACK; publisher's up and subscriber's down for a delivery.
         #expect(result.latency.histogram(.puback, from: .intended).min >= 40_000)
         #expect(result.latency.histogram(.endToEnd, from: .intended).min >= 40_000)
@@ -198,6 +199,238 @@ struct EngineNetworkTests {
         #expect(delay >= chunks * 5_000_000 + network.stalls * 210_000_000 / 2)
     }
 
+    /// Each client's link counters after a run, by global index (the lanes keep their clients).
+    static func linkCounters(_ engine: Engine) -> [Int: (profile: Int, counters: NetworkCounters)] {
+        var result: [Int: (profile: Int, counters: NetworkCounters)] = [:]
+        for lane in engine.lanes {
+            lane.queue.sync {
+                for client in lane.clients {
+                    if let link = client.network { result[client.globalIndex] = (link.profile, link.counters) }
+                }
+            }
+        }
+        return result
+    }
+
+    @Test("two profiles in one fleet: 7 and 3 of 10 clients, each with its own delay, counted per profile")
+    func twoProfiles() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var near = EngineNetworkProfile(name: "near")
+        near.fraction = 0.7
+        near.latencyUp = .fixed(20_000_000)
+        near.latencyDown = .fixed(20_000_000)
+        var far = EngineNetworkProfile(name: "far")
+        far.fraction = 0.3
+        far.latencyUp = .fixed(150_000_000)
+        far.latencyDown = .fixed(150_000_000)
+        var fleets = Self.fleets(cars: 10, qos: .atLeastOnce, perSecond: 10, messages: 10, network: nil)
+        fleets[0].networks = [near, far]
+        let configuration = EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2, seed: 5,
+            readyTimeout: 10_000_000_000, drainTimeout: 3_000_000_000)
+        let engine = try Engine(configuration: configuration)
+        let result = engine.run(duration: 2_500_000_000)
+        let cars = try #require(result.fleets["cars"])
+        #expect(cars.counters.acked[.atLeastOnce] == 100)
+        #expect(result.fleets["backend"]?.delivery[1].lost == 0)
+        #expect(cars.networkClients == 10)
+        #expect(cars.networkProfiles.map { $0.clients } == [7, 3])
+        // Fixed delays: every chunk of a profile waited exactly its delay.
+        let (nearCounters, farCounters) = (cars.networkProfiles[0].counters, cars.networkProfiles[1].counters)
+        #expect(nearCounters.delayUpNanoseconds == nearCounters.chunksUp * 20_000_000)
+        #expect(farCounters.delayUpNanoseconds == farCounters.chunksUp * 150_000_000)
+        #expect(farCounters.delayDownNanoseconds == farCounters.chunksDown * 150_000_000)
+        // One chunk per MQTT packet up: CONNECT and 10 PUBLISHes per client (the end's DISCONNECT leaves at once).
+        #expect(nearCounters.chunksUp == 7 * 11)
+        #expect(farCounters.chunksUp == 3 * 11)
+        // Cars 1, 2, 4, 5, 7, 8, 9 near, 0, 3, 6 far (the 3 of the second profile spread over the 10).
+        let links = Self.linkCounters(engine)
+        #expect((0..<10).map { links[$0]?.profile } == [1, 0, 0, 1, 0, 0, 1, 0, 0, 0].map { Optional($0) })
+        let puback = cars.latency.histogram(.puback, from: .sent)
+        #expect(puback.min >= 40_000)
+        #expect(puback.max >= 300_000)
+    }
+
+    @Test("a tunnel stage is an outage: the same counters as a profile's, its disconnects still named tunnel")
+    func tunnelIsAnOutage() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.fraction = 0.5
+        profile.latencyUp = .fixed(5_000_000)
+        let configuration = EngineConfiguration(
+            fleets: Self.fleets(cars: 8, qos: .atLeastOnce, perSecond: 10, messages: 1_000, network: profile,
+                                reconnect: .immediateThenInterval(retries: 10, interval: 50_000_000)),
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2, seed: 3,
+            readyTimeout: 10_000_000_000, drainTimeout: 3_000_000_000)
+        let engine = try Engine(configuration: configuration)
+        let cut = SharedCount()
+        let result = EngineFaultTests.run(engine, duration: 2_000_000_000) { engine in
+            usleep(300_000)
+            cut.set((try? engine.tunnel(fleet: "cars", fraction: 1, outage: 300_000_000...300_000_000)) ?? -1)
+        }
+        #expect(cut.value == 8)
+        let cars = try #require(result.fleets["cars"])
+        #expect(cars.counters.disconnects[.tunnel] == 8)
+        #expect(cars.counters.disconnects[.networkOutage] == nil)
+        // All 8 counted as outages of 300 ms: the 4 with the profile on their links, the 4 without on the fleet's.
+        #expect(cars.network.outages == 8)
+        #expect(cars.network.outageNanoseconds == 8 * 300_000_000)
+        #expect(cars.networkProfiles.map { $0.counters.outages } == [4])
+        #expect(cars.counters.reconnects == 8)
+    }
+
+    @Test("TCP connect, TLS handshake and WebSocket upgrade each wait one emulated round trip (2 × 40 ms)",
+          arguments: EngineTransportTests.Layers.allCases)
+    func handshakesDelayed(layers: EngineTransportTests.Layers) throws {
+        let certificates = try TestCertificates.get()
+        let broker = try EngineTransportTests.broker(for: layers, certificates: certificates)
+        defer { broker.stop() }
+        let endpoint = try EngineTransportTests.endpoint(for: layers, broker: broker, caFile: certificates.caFile)
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(40_000_000)
+        profile.latencyDown = .fixed(40_000_000)
+        let fleets = EngineTests.fleets(version: .v5, qos: .atLeastOnce, publishers: 3, messages: 200, subscribers: 2)
+            .map { fleet in
+                var fleet = fleet
+                fleet.network = profile
+                return fleet
+            }
+        let configuration = EngineConfiguration(fleets: EngineTransportTests.withEndpoint(fleets, endpoint), brokers: [],
+                                                lanes: 2, drainTimeout: 3_000_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
+        EngineTests.expectExactRoundTrip(result, qos: .atLeastOnce)
+        #expect(result.counters.transportErrors.isEmpty)
+        let tcp = result.latency.histogram(.tcpConnect, from: .sent)
+        #expect(tcp.totalCount == 5)
+        #expect(tcp.min >= 80_000)
+        let connect = result.latency.histogram(.connect, from: .sent)
+        #expect(connect.min >= 80_000)
+        let tls = result.latency.histogram(.tlsHandshake, from: .sent)
+        let upgrade = result.latency.histogram(.wsUpgrade, from: .sent)
+        switch layers {
+        case .tls, .wss:
+            #expect(tls.totalCount == 5)
+            #expect(tls.min >= 80_000)
+        case .ws:
+            #expect(tls.totalCount == 0)
+        }
+        switch layers {
+        case .ws, .wss:
+            #expect(upgrade.totalCount == 5)
+            #expect(upgrade.min >= 80_000)
+        case .tls:
+            #expect(upgrade.totalCount == 0)
+        }
+    }
+
+    @Test("a 32 kbit/s downlink behind a 440 kB/s stream: the inbound queue stays bounded, reading pauses and resumes")
+    func inboundBackpressure() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.bandwidthDown = 32_000
+        // 2,000 messages/s of ~222 bytes for 1 s: about 440 kB offered to a downlink that takes 4 kB/s.
+        var fleets = Self.fleets(cars: 1, qos: .atMostOnce, perSecond: 2_000, messages: 2_000, payload: 200, network: nil)
+        fleets[1].network = profile
+        let configuration = EngineConfiguration(
+            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2, seed: 2,
+            readyTimeout: 10_000_000_000, drainTimeout: 1_000_000_000)
+        let engine = try Engine(configuration: configuration)
+        let result = engine.run(duration: 1_500_000_000)
+        #expect(result.fleets["cars"]?.counters.published[.atMostOnce] == 2_000)
+        let links = Self.linkCounters(engine)
+        let backend = try #require(links[1])
+        #expect(backend.counters.readPauses >= 1)
+        // The queue holds at most its 16 KiB bound plus the one read (64 KiB buffer) that crossed it.
+        let highWater = engine.lanes.flatMap { lane in lane.queue.sync { lane.clients.compactMap { $0.network?.downHighWater } } }
+        #expect(highWater.count == 1)
+        #expect(highWater[0] >= 16 << 10 && highWater[0] <= (16 << 10) + (64 << 10), "high water \(highWater[0]) bytes")
+    }
+
+    @Test("a PUBLISH resent after a reconnect gets its broker-side PUBACK sample, timed from the resend")
+    func resentPublishBrokerSide() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .fixed(100_000_000)
+        profile.latencyDown = .fixed(100_000_000)
+        let settings = MQTTSessionSettings(version: .v5, cleanStart: false, keepAliveSeconds: 30, sessionExpiryInterval: 600)
+        var cars = EngineFleet(
+            name: "cars", count: 4, clientID: { "resend-car-\($0)" }, session: settings,
+            streams: [EngineStream(topic: { index, _ in "cars/\(index)/telemetry" }, qos: .atLeastOnce,
+                                   plan: .rate(perSecond: 20), payloadSize: 64, messageLimit: 30)],
+            reconnect: .immediateThenInterval(retries: 10, interval: 50_000_000))
+        cars.network = profile
+        let configuration = EngineConfiguration(
+            fleets: [cars], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2, seed: 4,
+            readyTimeout: 10_000_000_000, drainTimeout: 3_000_000_000)
+        let engine = try Engine(configuration: configuration)
+        // Cut while 4 messages per car are in flight (200 ms round trip at 20/s); they are resent after it.
+        let result = EngineFaultTests.run(engine, duration: 2_000_000_000) { engine in
+            usleep(600_000)
+            _ = try? engine.tunnel(fleet: "cars", fraction: 1, outage: 100_000_000...100_000_000)
+        }
+        let fleet = try #require(result.fleets["cars"])
+        #expect(fleet.counters.disconnects[.tunnel] == 4)
+        #expect(fleet.counters.published[.atLeastOnce] == 120)
+        #expect(fleet.counters.acked[.atLeastOnce] == 120)
+        #expect(fleet.counters.abandonedPublishes == 0)
+        // Every PUBACK has its sample, resends included (they were without one before).
+        #expect(fleet.latency.histogram(.puback, from: .sent).totalCount == 120)
+        #expect(fleet.latency.histogram(.pubackBrokerSide, from: .sent).totalCount == 120)
+        #expect(fleet.latency.histogram(.pubackBrokerSide, from: .sent).valueAtPercentile(50) < 40_000)
+    }
+
+    @Test("same seed, a profile with loss and one with drops and outages: the same stalls, drops and outages per client")
+    func deterministicCounts() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var lossy = EngineNetworkProfile(name: "lossy")
+        lossy.fraction = 0.5
+        lossy.latencyUp = .distribution(p50: 5_000_000, p99: 20_000_000)
+        lossy.latencyDown = .distribution(p50: 5_000_000, p99: 20_000_000)
+        lossy.loss = NetworkLoss(rate: 0.2, burst: 2)
+        var cutting = EngineNetworkProfile(name: "cutting")
+        cutting.fraction = 0.5
+        cutting.latencyUp = .fixed(5_000_000)
+        cutting.loss = NetworkLoss(rate: 0, burst: 1, dropInterval: 700_000_000)
+        cutting.outages = NetworkOutages(meanInterval: 900_000_000, duration: 100_000_000...200_000_000)
+        func run() throws -> (EngineResult, [Int: (profile: Int, counters: NetworkCounters)]) {
+            // Reconnect policy none: a cut client stays down, so its count is fixed by its first draws (its
+            // packets after a reconnect would depend on timing); the lossy ones publish exactly 20 each.
+            var fleets = Self.fleets(cars: 8, qos: .atLeastOnce, perSecond: 20, messages: 20, network: nil)
+            fleets[0].networks = [lossy, cutting]
+            let configuration = EngineConfiguration(
+                fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+                seed: 77, readyTimeout: 10_000_000_000, drainTimeout: 3_000_000_000)
+            let engine = try Engine(configuration: configuration)
+            let result = engine.run(duration: 3_000_000_000)
+            return (result, Self.linkCounters(engine))
+        }
+        let (first, firstLinks) = try run()
+        let (second, secondLinks) = try run()
+        #expect(firstLinks.count == 8 && secondLinks.count == 8)
+        for index in 0..<8 {
+            let a = try #require(firstLinks[index]), b = try #require(secondLinks[index])
+            #expect(a.profile == b.profile)
+            #expect(a.counters.stalls == b.counters.stalls, "client \(index)")
+            #expect(a.counters.drops == b.counters.drops, "client \(index)")
+            #expect(a.counters.outages == b.counters.outages, "client \(index)")
+            #expect(a.counters.outageNanoseconds == b.counters.outageNanoseconds, "client \(index)")
+        }
+        // Each cutting client was cut exactly once (then stayed down); the lossy ones stalled and were never cut.
+        let cuttingClients = firstLinks.values.filter { $0.profile == 1 }
+        #expect(cuttingClients.count == 4)
+        #expect(cuttingClients.allSatisfy { $0.counters.drops + $0.counters.outages == 1 && $0.counters.stalls == 0 })
+        let lossyClients = firstLinks.values.filter { $0.profile == 0 }
+        #expect(lossyClients.allSatisfy { $0.counters.drops + $0.counters.outages == 0 })
+        // 42 loss steps per lossy client (CONNECT, 20 PUBLISH up; CONNACK, 20 PUBACK down) at a 20 % stall share.
+        #expect(lossyClients.reduce(0) { $0 + $1.counters.stalls } > 0)
+        #expect(first.fleets["cars"]?.network.stalls == second.fleets["cars"]?.network.stalls)
+    }
+
     @Test("clients without a profile get no link and their lanes no network timers; with one, four more per client")
     func zeroCostWithout() throws {
         let address = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
@@ -236,6 +469,65 @@ struct EngineNetworkTests {
 struct NetworkLinkTests {
     static func link(_ profile: EngineNetworkProfile, seed: UInt64 = 3, index: Int = 0) -> NetworkLink {
         NetworkLink(shape: NetworkShape(profile), seed: seed, globalIndex: index)
+    }
+
+    @Test("several profiles: counts ⌊count × cumulative fraction⌋ apart, each spread over what the ones before left")
+    func assignment() {
+        var lte = EngineNetworkProfile(name: "lte")
+        lte.fraction = 0.7
+        var nbIoT = EngineNetworkProfile(name: "nb-iot")
+        nbIoT.fraction = 0.3
+        let both = [lte, nbIoT]
+        #expect((0..<10).map { EngineNetworkProfile.assignment(of: $0, count: 10, profiles: both) }
+            == [1, 0, 0, 1, 0, 0, 1, 0, 0, 0])
+        #expect(EngineNetworkProfile.clientCounts(count: 1000, profiles: both) == [700, 300])
+        let thousand = (0..<1000).map { EngineNetworkProfile.assignment(of: $0, count: 1000, profiles: both) }
+        #expect(thousand.filter { $0 == 0 }.count == 700 && thousand.filter { $0 == 1 }.count == 300)
+        // 0.5 + 0.3 of 10: 5 and 3 clients, 2 without a profile.
+        lte.fraction = 0.5
+        let partial = (0..<10).map { EngineNetworkProfile.assignment(of: $0, count: 10, profiles: [lte, nbIoT]) }
+        #expect(partial == [nil, 0, 1, 0, nil, 0, 1, 0, 1, 0])
+        // Evenly spread: no run of the second profile longer than ⌈1/0.3⌉ clients apart.
+        let positions = thousand.enumerated().filter { $0.element == 1 }.map(\.offset)
+        #expect(zip(positions, positions.dropFirst()).allSatisfy { $1 - $0 <= 4 })
+        // A single profile keeps the one-profile rule: 0.3 of 10 is clients 3, 6 and 9.
+        #expect((0..<10).filter { nbIoT.applies(to: $0, of: 10) } == [3, 6, 9])
+    }
+
+    @Test("inbound packets are counted once however the reads cut them (one loss step each)")
+    func packetStarts() {
+        // CONNACK (4 bytes), a PUBLISH with a 2-byte remaining length (3 + 200 bytes), PUBACK (4 bytes).
+        var stream: [UInt8] = [0x20, 2, 0, 0, 0x30, 0xC8, 0x01] + Array(repeating: 7, count: 200) + [0x40, 2, 0, 1]
+        #expect(stream.count == 211)
+        for cut in [1, 2, 3, 5, 6, 7, 100, 207, 210] {
+            let link = NetworkLinkTests.link(EngineNetworkProfile())
+            var starts = 0
+            stream.withUnsafeBytes { bytes in
+                starts += link.countPacketStarts(UnsafeRawBufferPointer(rebasing: bytes[0..<cut]))
+                starts += link.countPacketStarts(UnsafeRawBufferPointer(rebasing: bytes[cut...]))
+            }
+            #expect(starts == 3, "cut at \(cut)")
+        }
+        stream += [0xD0, 0]  // PINGRESP
+        let link = NetworkLinkTests.link(EngineNetworkProfile())
+        #expect(stream.withUnsafeBytes { link.countPacketStarts($0) } == 4)
+    }
+
+    @Test("the packet identifier of a QoS 1 PUBLISH is read for the PUBACK's broker-side time; other packets have none")
+    func publishPacketIDs() {
+        let qos1: [UInt8] = [0x32, 9, 0, 3] + Array("a/b".utf8) + [0x12, 0x34, 0, 0xAA]
+        let qos0: [UInt8] = [0x30, 5, 0, 3] + Array("a/b".utf8)
+        let puback: [UInt8] = [0x40, 2, 0x12, 0x34]
+        #expect(qos1.withUnsafeBytes { Lane.publishPacketID($0, version: .v5) } == 0x1234)
+        #expect(qos0.withUnsafeBytes { Lane.publishPacketID($0, version: .v5) } == 0)
+        #expect(puback.withUnsafeBytes { Lane.publishPacketID($0, version: .v3_1_1) } == 0)
+        let link = NetworkLinkTests.link(EngineNetworkProfile())
+        link.noteReleased(packetID: 0x1234, releasedAt: 500)
+        link.noteReleased(packetID: 7, releasedAt: 600)
+        link.noteReleased(packetID: 0x1234, releasedAt: 900)  // resent after a reconnect: the latest send counts
+        #expect(link.releaseOfPublish(packetID: 0x1234) == 900)
+        #expect(link.releaseOfPublish(packetID: 7) == 600)
+        #expect(link.releaseOfPublish(packetID: 8) == nil)
     }
 
     @Test("a {p50, p99} latency draws a log-normal with that median and 99th percentile")

@@ -52,7 +52,7 @@ struct EngineOfflineBufferTests {
         #expect(cut.value == Self.cars)
         let cars = try #require(result.fleets["cars"])
         let backend = try #require(result.fleets["backend"])
-        let offline = cars.offline
+        let offline = cars.counters.offline
         // One second at 20 a second: about 20 slots per car came due while it was offline.
         #expect(offline.buffered >= UInt64(Self.cars * 18), "buffered \(offline.buffered)")
         #expect(offline.buffered <= UInt64(Self.cars * 24), "buffered \(offline.buffered)")
@@ -62,8 +62,8 @@ struct EngineOfflineBufferTests {
         // Overflowed slots are never published; everything else is, and arrives exactly once as owed.
         let published = UInt64(Self.cars * Self.perCar) - offline.overflowed
         #expect(cars.counters.published == PerQoSCounts(qos0: 0, qos1: published))
-        #expect(cars.unsentAtEnd == 0)
-        #expect(cars.droppedSlots == 0)
+        #expect(cars.counters.unsentAtEnd == 0)
+        #expect(cars.counters.droppedSlots == 0)
         let delivery = backend.delivery[1]
         #expect(delivery.expected == published)
         #expect(delivery.unique == published)

@@ -47,7 +47,7 @@ struct EnginePayloadTests {
         #expect(result.fleets["cars"]?.counters.published == PerQoSCounts(qos0: 30, qos1: 75))
         #expect(received.counters.received == PerQoSCounts(qos0: 30, qos1: 75))
         // 60 JSON and 30 plain messages had their header read back; the 15 heartbeats are foreign.
-        #expect(received.foreignMessages == 15)
+        #expect(received.counters.foreignMessages == 15)
         #expect(received.latency.histogram(.endToEnd, from: .intended).totalCount == 90)
         // Send-time latency: the binary-header messages carry the actual send time, JSON ones fall back to
         // the intended time; both count every message.
@@ -115,7 +115,7 @@ struct EnginePayloadTests {
         let subscriber = try #require(result.fleets["late"])
         #expect(subscriber.counters.received[.atLeastOnce] == 2)
         // Both were published before the subscriber existed: handed over from the retained store, not owed.
-        #expect(subscriber.retainedOnSubscribe == 2)
+        #expect(subscriber.counters.retainedOnSubscribe == 2)
         #expect(subscriber.delivery[1] == DeliveryCounts(expected: 0, received: 0, unique: 0, duplicated: 0, reordered: 0,
                                                          missedWhileOffline: 2))
         #expect(subscriber.latency.histogram(.endToEnd, from: .intended).totalCount == 0)

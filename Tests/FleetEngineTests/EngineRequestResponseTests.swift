@@ -55,22 +55,22 @@ struct EngineRequestResponseTests {
         let backend = try #require(result.fleets["backend"])
         #expect(backend.counters.published[.atLeastOnce] == 20)
         #expect(cars.counters.received[.atLeastOnce] == 20)
-        #expect(cars.requestsAnswered == 20)
-        #expect(cars.requestsUnanswered == 0)
+        #expect(cars.counters.requestsAnswered == 20)
+        #expect(cars.counters.requestsUnanswered == 0)
         #expect(cars.counters.published[.atLeastOnce] == 20)
         #expect(cars.counters.acked[.atLeastOnce] == 20)
-        #expect(backend.requestsSent == 20)
-        #expect(backend.responsesReceived == 20)
-        #expect(backend.responsesLate == 0)
-        #expect(backend.requestsTimedOut == 0)
+        #expect(backend.counters.requestsSent == 20)
+        #expect(backend.counters.responsesReceived == 20)
+        #expect(backend.counters.responsesLate == 0)
+        #expect(backend.counters.requestsTimedOut == 0)
         #expect(backend.latency.histogram(.requestResponse, from: .intended).totalCount == 20)
         // Replies are round trips, not end-to-end deliveries.
         #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 0)
         #expect(backend.latency.histogram(.requestResponse, from: .sent).totalCount == 20)
         // 3.1.1: both requesters receive all 20 replies, and each counts only its own 10 as round trips.
         #expect(backend.counters.received[.atLeastOnce] == (version == .v5 ? 20 : 40))
-        #expect(backend.foreignMessages == 0)
-        #expect(result.delivery.allSatisfy { $0.expected == 0 && $0.received == 0 })
+        #expect(backend.counters.foreignMessages == 0)
+        #expect(result.delivery.levels.allSatisfy { $0.expected == 0 && $0.received == 0 })
     }
 
     @Test("responses held up past the end of publishing: the drain waits for them instead of counting timeouts")
@@ -98,9 +98,9 @@ struct EngineRequestResponseTests {
         }
         let result = engine.run(duration: 300_000_000)
         let backend = try #require(result.fleets["backend"])
-        #expect(backend.requestsSent == 10)
-        #expect(backend.responsesReceived == 10)
-        #expect(backend.requestsTimedOut == 0)
+        #expect(backend.counters.requestsSent == 10)
+        #expect(backend.counters.responsesReceived == 10)
+        #expect(backend.counters.requestsTimedOut == 0)
         let drain = result.phases.drainEnd &- result.phases.publishEnd
         #expect(drain >= 400_000_000)
         #expect(drain < 1_000_000_000)
@@ -118,7 +118,7 @@ struct EngineRequestResponseTests {
             readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
         let engine = try Engine(configuration: configuration)
         let result = engine.run(duration: 1_500_000_000)
-        #expect(result.fleets["backend"]?.responsesReceived == 21)
+        #expect(result.fleets["backend"]?.counters.responsesReceived == 21)
         let answered = engine.lanes[0].clients.filter { $0.fleet == 0 }.map { $0.session.statistics.published(.atLeastOnce) }
         #expect(answered == [7, 7, 7])
     }
@@ -135,10 +135,10 @@ struct EngineRequestResponseTests {
             readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
         let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
         let backend = try #require(result.fleets["backend"])
-        #expect(backend.requestsSent == 20)
-        #expect(backend.responsesReceived == 20)
-        #expect(backend.responsesLate == 20)
-        #expect(backend.requestsTimedOut == 20)
+        #expect(backend.counters.requestsSent == 20)
+        #expect(backend.counters.responsesReceived == 20)
+        #expect(backend.counters.responsesLate == 20)
+        #expect(backend.counters.requestsTimedOut == 20)
     }
 
     @Test("3.1.1 responders without a reply topic cannot answer: every request is unanswered and timed out")
@@ -152,11 +152,11 @@ struct EngineRequestResponseTests {
             readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
         let result = try Engine(configuration: configuration).run(duration: 1_000_000_000)
         #expect(result.fleets["cars"]?.counters.received[.atLeastOnce] == 20)
-        #expect(result.fleets["cars"]?.requestsUnanswered == 20)
-        #expect(result.fleets["cars"]?.requestsAnswered == 0)
-        #expect(result.fleets["backend"]?.requestsSent == 20)
-        #expect(result.fleets["backend"]?.responsesReceived == 0)
-        #expect(result.fleets["backend"]?.requestsTimedOut == 20)
+        #expect(result.fleets["cars"]?.counters.requestsUnanswered == 20)
+        #expect(result.fleets["cars"]?.counters.requestsAnswered == 0)
+        #expect(result.fleets["backend"]?.counters.requestsSent == 20)
+        #expect(result.fleets["backend"]?.counters.responsesReceived == 0)
+        #expect(result.fleets["backend"]?.counters.requestsTimedOut == 20)
     }
 
     @Test("a request stream must target an existing responder fleet; 5.0 reply topics have no wildcards")

@@ -67,9 +67,9 @@ struct EngineRunIdentityTests {
             #expect(result.delivery[1].unexpected == 0)
             #expect(result.latency.histogram(.endToEnd, from: .intended).totalCount == 200)
         }
-        #expect(firstResult.foreignMessages == 200)
+        #expect(firstResult.counters.foreignMessages == 200)
         #expect(firstResult.counters.received[.atLeastOnce] == 400)
-        #expect(other.counters.received[.atLeastOnce] == 200 + other.foreignMessages)
+        #expect(other.counters.received[.atLeastOnce] == 200 + other.counters.foreignMessages)
     }
 
     @Test("a retained stream run twice: the first run's retained messages are retained on subscribe, not duplicates")
@@ -78,13 +78,13 @@ struct EngineRunIdentityTests {
         defer { broker.stop() }
         let first = try Engine(configuration: Self.configuration(broker, prefix: "r", runID: 1, retain: true, messages: 5))
         let firstResult = first.run(duration: 300_000_000)
-        #expect(firstResult.retainedOnSubscribe == 0)
+        #expect(firstResult.counters.retainedOnSubscribe == 0)
         #expect(firstResult.delivery[1].unique == 10)
         let second = try Engine(configuration: Self.configuration(broker, prefix: "r", runID: 2, retain: true, messages: 5))
         let result = second.run(duration: 300_000_000)
         // One retained message per topic, the first run's last, handed over on subscribe.
-        #expect(result.retainedOnSubscribe == 2)
-        #expect(result.foreignMessages == 0)
+        #expect(result.counters.retainedOnSubscribe == 2)
+        #expect(result.counters.foreignMessages == 0)
         #expect(result.counters.received[.atLeastOnce] == 12)
         #expect(result.delivery[1].expected == 10)
         #expect(result.delivery[1].unique == 10)

@@ -67,7 +67,7 @@ struct EngineTransportTests {
         let upgrades = result.latency.histogram(.wsUpgrade, from: .sent).totalCount
         #expect(handshakes == (layers == .ws ? 0 : 5))
         #expect(upgrades == (layers == .tls ? 0 : 5))
-        #expect(result.transportErrors.isEmpty)
+        #expect(result.counters.transportErrors.isEmpty)
         #expect(result.counters.disconnects[.clientInitiated] == 5)
     }
 
@@ -85,8 +85,8 @@ struct EngineTransportTests {
         #expect(result.counters.connectsAttempted == 7)
         #expect(result.counters.connectsSucceeded == 0)
         #expect(result.counters.connectFailures[.tlsHandshakeFailed] == 7)
-        #expect(result.transportErrors == ["certificate verify failed: self-signed certificate in certificate chain": 7])
-        #expect(result.fleets["publishers"]?.transportErrors.values.reduce(0, +) == 4)
+        #expect(result.counters.transportErrors == ["certificate verify failed: self-signed certificate in certificate chain": 7])
+        #expect(result.fleets["publishers"]?.counters.transportErrors.values.reduce(0, +) == 4)
     }
 
     @Test("a refused WebSocket upgrade fails every connect with the HTTP status in the reason")
@@ -104,7 +104,7 @@ struct EngineTransportTests {
         #expect(result.counters.connectsAttempted == 3)
         #expect(result.counters.connectsSucceeded == 0)
         #expect(result.counters.connectFailures[.websocketUpgradeFailed] == 3)
-        #expect(result.transportErrors == ["WebSocket upgrade refused: HTTP 404 (HTTP/1.1 404 Not Found)": 3])
+        #expect(result.counters.transportErrors == ["WebSocket upgrade refused: HTTP 404 (HTTP/1.1 404 Not Found)": 3])
     }
 
     // MARK: Hostile peers
@@ -139,7 +139,7 @@ struct EngineTransportTests {
         let victimResult = try #require(result.fleets["victims"])
         #expect(victimResult.counters.connectsSucceeded == 3)
         #expect(victimResult.counters.disconnects[.protocolError] == 3)
-        #expect(victimResult.transportErrors == [reason: 3])
+        #expect(victimResult.counters.transportErrors == [reason: 3])
         #expect(result.counters.connectsSucceeded == 6)
         #expect(result.delivery[1].expected == 200)
         #expect(result.delivery[1].unique == 200)
@@ -162,7 +162,7 @@ struct EngineTransportTests {
         let result = try Engine(configuration: configuration).run(duration: 100_000_000)
         #expect(result.counters.connectsAttempted == 3)
         #expect(result.counters.connectFailures[.tlsHandshakeFailed] == 3)
-        #expect(result.transportErrors == ["TLS error: wrong version number": 3])
+        #expect(result.counters.transportErrors == ["TLS error: wrong version number": 3])
     }
 
     @Test("a peer that never answers the TLS handshake or the WebSocket upgrade times out within the connect timeout",
@@ -187,10 +187,10 @@ struct EngineTransportTests {
         #expect(result.counters.connectsAttempted == 2)
         if layers == .tls {
             #expect(result.counters.connectFailures[.tlsHandshakeFailed] == 2)
-            #expect(result.transportErrors == ["TLS handshake timeout": 2])
+            #expect(result.counters.transportErrors == ["TLS handshake timeout": 2])
         } else {
             #expect(result.counters.connectFailures[.websocketUpgradeFailed] == 2)
-            #expect(result.transportErrors == ["WebSocket upgrade timeout": 2])
+            #expect(result.counters.transportErrors == ["WebSocket upgrade timeout": 2])
         }
     }
 

@@ -76,7 +76,7 @@ struct EngineWillTests {
         // Exactly one will: car 0's. It carries no end-to-end header, so it is counted as a foreign message.
         #expect(counters.received[.atLeastOnce] == 1)
         #expect(counters.received.total == 1)
-        #expect(result.foreignMessages == 1)
+        #expect(result.counters.foreignMessages == 1)
     }
 }
 

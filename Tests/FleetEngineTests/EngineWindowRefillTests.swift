@@ -131,7 +131,7 @@ final class WindowRefillHarness: @unchecked Sendable {
         let lane = engine.lanes[0]
         return lane.queue.sync {
             (Int(lane.metrics.counters.acked[qos]), Int(lane.metrics.counters.published[qos]),
-             lane.metrics.lowWatermarkFallbacks, lane.metrics.lowWatermarkRearms, lane.clients[0].receiveLowWatermark)
+             lane.metrics.counters.lowWatermarkFallbacks, lane.metrics.counters.lowWatermarkRearms, lane.clients[0].receiveLowWatermark)
         }
     }
 
@@ -205,7 +205,7 @@ struct EngineWindowRefillTests {
             #expect(run.receiveLowWatermark == (!subscribes && (acks == 2 || acks == 4) ? 8 : 1), "after \(acks) acks")
         }
         let result = try #require(run.finish())
-        #expect(result.lowWatermarkFallbacks == (subscribes ? 0 : 1))
+        #expect(result.counters.lowWatermarkFallbacks == (subscribes ? 0 : 1))
         let level = qos
         #expect(run.publishedIDs.count == 12)
         #expect(Set(run.publishedIDs).count == 12)
@@ -243,7 +243,7 @@ struct EngineWindowRefillTests {
             #expect(run.receiveLowWatermark == (round == 1 ? 8 : 1), "round \(round)")
         }
         let result = try #require(run.finish())
-        #expect(result.lowWatermarkFallbacks == 0)
+        #expect(result.counters.lowWatermarkFallbacks == 0)
         let level = qos
         #expect(result.counters.published[level] == 12)
         #expect(result.counters.acked[level] == 12)
@@ -296,7 +296,7 @@ struct EngineWindowRefillTests {
         #expect(result.counters.published[.atLeastOnce] == 4)
         #expect(result.counters.acked[.atLeastOnce] == 1)
         #expect(result.counters.disconnects == (policy == .close ? [.ackTimeout(.puback): 1] : [.clientInitiated: 1]))
-        #expect(result.lowWatermarkFallbacks == 0)
+        #expect(result.counters.lowWatermarkFallbacks == 0)
     }
 
     /// The mechanism behind windowed QoS 1/2 against a broker with Nagle's algorithm on: an ack that frees too
@@ -392,8 +392,8 @@ struct EngineAckBatchingRetryTests {
             #expect(run.await(want.published) { run.publishedIDs.count } == want.published, "after ack \(ack)")
         }
         let result = try #require(run.finish())
-        #expect(result.lowWatermarkFallbacks == 6)
-        #expect(result.lowWatermarkRearms == 5)
+        #expect(result.counters.lowWatermarkFallbacks == 6)
+        #expect(result.counters.lowWatermarkRearms == 5)
         #expect(result.counters.published[.atLeastOnce] == 40)
         #expect(result.counters.acked[.atLeastOnce] == 40)
         #expect(Set(run.publishedIDs).count == 40)
@@ -444,8 +444,8 @@ struct EngineAckBatchingRetryTests {
         }
         #expect(acked == 40)
         let result = try #require(run.finish())
-        #expect(result.lowWatermarkFallbacks == 3)
-        #expect(result.lowWatermarkRearms == 3)
+        #expect(result.counters.lowWatermarkFallbacks == 3)
+        #expect(result.counters.lowWatermarkRearms == 3)
         #expect(result.counters.published[.atLeastOnce] == 40)
         #expect(result.counters.acked[.atLeastOnce] == 40)
     }

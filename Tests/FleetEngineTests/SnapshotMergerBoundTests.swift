@@ -25,8 +25,7 @@ struct SnapshotMergerBoundTests {
         let end = UInt64(index) * 1_000_000_000
         return LaneSnapshot(
             lane: lane, index: index, start: start, end: end,
-            fleets: [FleetLaneSnapshot(counters: counters, connected: 7500, foreignMessages: 0, droppedSlots: 0,
-                                       abandonedPublishes: 0,
+            fleets: [FleetLaneSnapshot(counters: counters, connected: 7500,
                                        interval: LatencyInterval(start: start, end: end, latencies: latencies))],
             isFinal: final)
     }

@@ -245,4 +245,76 @@ struct TimingWheelTests {
             #expect(wheel.count == model.count)
         }
     }
+    /// The wheel keeps its answer for `nextExpiration` between calls; after every kind of operation (and between
+    /// pops of a drain) it must equal the answer worked out from the buckets.
+    @Test("the kept next expiration always equals the one walked from the buckets",
+          arguments: [11 as UInt64, 12, 13, 14, 15, 16])
+    func keptNextExpirationMatchesWalk(seed: UInt64) {
+        let clients = 30, kinds = 2
+        var wheel = TimingWheel(clientCapacity: clients, kindsPerClient: kinds, tickNanoseconds: 1, origin: 0)
+        var now: UInt64 = 0
+        var random = SeededRandom(seed: seed)
+        let ranges: [UInt64] = [10, 100, 5_000, 300_000, 1 << 30, 1 << 37, 1 << 40]
+        for _ in 0..<4_000 {
+            let op = random.next(below: 10)
+            let client = Int(random.next(below: UInt64(clients)))
+            let kind = Int(random.next(below: UInt64(kinds)))
+            let span = ranges[Int(random.next(below: UInt64(ranges.count)))]
+            if op < 6 {
+                wheel.schedule(client: client, kind: kind, deadline: now &+ random.next(below: span))
+            } else if op < 7 {
+                wheel.cancel(client: client, kind: kind)
+            } else {
+                now += random.next(below: span)
+                wheel.advance(to: now)
+                while let entry = wheel.popExpired() {
+                    let walked = wheel.nextExpirationWalking()
+                    #expect(wheel.nextExpiration() == walked)
+                    if random.next(below: 3) == 0 {
+                        wheel.schedule(client: entry.client, kind: entry.kind, deadline: now &+ random.next(below: 2_000))
+                    }
+                }
+            }
+            let walked = wheel.nextExpirationWalking()
+            let kept = wheel.nextExpiration()
+            #expect(kept == walked)
+            if kept != walked { return }
+        }
+    }
+
+    /// The commands workload's shape: every client's keep-alive deadline in one higher-level slot, the lane asking
+    /// for its next wakeup every turn. Moving or cancelling an entry that is not the earliest, and scheduling a
+    /// later one, reuse the kept answer; only losing the earliest entry makes the wheel walk again.
+    @Test("keep-alive deadlines in one slot are walked only when the earliest one leaves")
+    func keepAliveSlotWalkedOnlyWhenEarliestLeaves() {
+        var wheel = TimingWheel(clientCapacity: 1_000, kindsPerClient: 1, tickNanoseconds: ms, origin: 0)
+        // 60,000 + client ms: ticks 60,000-60,999, all in one level-2 slot (4,096 ticks wide) after tick 0.
+        for client in 0..<1_000 { wheel.schedule(client: client, kind: 0, deadline: (60_000 + UInt64(client)) * ms) }
+        // Scheduling alone keeps the answer (it only ever lowers it): no walk yet.
+        #expect(wheel.nextExpiration() == 60_000 * ms)
+        #expect(wheel.earliestRecomputations == 0)
+        for turn in 0..<500 {
+            wheel.schedule(client: 1 + turn, kind: 0, deadline: (61_000 + UInt64(turn)) * ms)
+            #expect(wheel.nextExpiration() == 60_000 * ms)
+        }
+        wheel.cancel(client: 999, kind: 0)
+        wheel.schedule(client: 998, kind: 0, deadline: 70_000 * ms)
+        #expect(wheel.nextExpiration() == 60_000 * ms)
+        #expect(wheel.earliestRecomputations == 0)
+        wheel.schedule(client: 0, kind: 0, deadline: 62_000 * ms)  // the earliest moves away
+        #expect(wheel.nextExpiration() == 60_501 * ms)
+        #expect(wheel.earliestRecomputations == 1)
+        wheel.schedule(client: 0, kind: 0, deadline: 30_000 * ms)  // earlier than any: taken without a walk
+        #expect(wheel.nextExpiration() == 30_000 * ms)
+        #expect(wheel.earliestRecomputations == 1)
+        // Advancing to just before it cascades slots but fires nothing: the answer stands.
+        wheel.advance(to: 29_999 * ms)
+        #expect(wheel.popExpired() == nil)
+        #expect(wheel.nextExpiration() == 30_000 * ms)
+        #expect(wheel.earliestRecomputations == 1)
+        wheel.advance(to: 60_502 * ms)
+        #expect(drain(&wheel).map(\.client) == [0, 501, 502])
+        #expect(wheel.nextExpiration() == 60_503 * ms)
+        #expect(wheel.earliestRecomputations == 2)
+    }
 }

@@ -78,3 +78,128 @@ struct ClientCountersTests {
         #expect(LatencyKind(reportName: "nope") == nil)
     }
 }
+
+@Suite("Client counters: every counter reaches the sum")
+struct ClientCountersEveryFieldTests {
+    /// A value with every counter of the fleet-level kinds set, each to its own number.
+    static func sample(_ base: UInt64) -> ClientCounters {
+        var counters = ClientCounters()
+        counters.foreignMessages = base + 1
+        counters.retainedOnSubscribe = base + 2
+        counters.droppedSlots = base + 3
+        counters.abandonedPublishes = base + 4
+        counters.unsentAtEnd = base + 5
+        counters.unackedAtEnd = PerQoSCounts(qos1: base + 6, qos2: base + 7)
+        counters.requestsSent = base + 8
+        counters.responsesReceived = base + 9
+        counters.responsesLate = base + 10
+        counters.requestsAnswered = base + 11
+        counters.requestsUnanswered = base + 12
+        counters.churnSkipped = base + 13
+        counters.offline = OfflineCounts(buffered: base + 14, flushed: base + 15, overflowed: base + 16)
+        counters.lowWatermarkFallbacks = base + 17
+        counters.lowWatermarkRearms = base + 18
+        counters.neverConnected = base + 19
+        counters.subscriptionsDowngraded = base + 20
+        counters.subscriptionsRefused = base + 21
+        counters.qos2AckedAsQoS1 = base + 22
+        counters.recordTransportError("TLS handshake timeout", count: base + 23)
+        return counters
+    }
+
+    @Test("add sums the fleet-level counters field by field")
+    func addsEveryField() {
+        var run = ClientCounters()
+        run.add(Self.sample(0))
+        run.add(Self.sample(100))
+        #expect(run.foreignMessages == 102)
+        #expect(run.retainedOnSubscribe == 104)
+        #expect(run.droppedSlots == 106)
+        #expect(run.abandonedPublishes == 108)
+        #expect(run.unsentAtEnd == 110)
+        #expect(run.unackedAtEnd == PerQoSCounts(qos0: 0, qos1: 112, qos2: 114))
+        #expect(run.requestsSent == 116)
+        #expect(run.responsesReceived == 118)
+        #expect(run.responsesLate == 120)
+        #expect(run.requestsAnswered == 122)
+        #expect(run.requestsUnanswered == 124)
+        #expect(run.churnSkipped == 126)
+        #expect(run.offline == OfflineCounts(buffered: 128, flushed: 130, overflowed: 132))
+        #expect(run.lowWatermarkFallbacks == 134)
+        #expect(run.lowWatermarkRearms == 136)
+        #expect(run.neverConnected == 138)
+        #expect(run.subscriptionsDowngraded == 140)
+        #expect(run.subscriptionsRefused == 142)
+        #expect(run.qos2AckedAsQoS1 == 144)
+        #expect(run.transportErrors == ["TLS handshake timeout": 146])
+        #expect(run.transportErrorsTotal == 146)
+        // Sent 116, 118 replies (more than sent: the sum never goes below 0), 120 of them late.
+        #expect(run.requestsTimedOut == 120)
+        // Adding a value to itself doubles it: no field is left out of add (a forgotten one would stay put).
+        var twice = Self.sample(0)
+        twice.add(Self.sample(0))
+        var expected = ClientCounters()
+        expected.add(Self.sample(0))
+        expected.add(Self.sample(0))
+        #expect(twice == expected)
+        #expect(twice != Self.sample(0))
+    }
+
+    @Test("requests timed out are those without a reply plus late replies")
+    func requestsTimedOut() {
+        var counters = ClientCounters()
+        counters.requestsSent = 50
+        counters.responsesReceived = 47
+        counters.responsesLate = 2
+        #expect(counters.requestsTimedOut == 5)
+    }
+
+    @Test("transport error texts are bounded: the 33rd distinct text and later ones count as 'other transport error'")
+    func transportErrorsBounded() {
+        var lane = ClientCounters()
+        for index in 0..<40 { lane.recordTransportError("error \(index)") }
+        lane.recordTransportError("error 3", count: 2)
+        #expect(lane.transportErrors.count == 33)
+        #expect(lane.transportErrors["error 3"] == 3)
+        #expect(lane.transportErrors["error 31"] == 1)
+        #expect(lane.transportErrors["error 32"] == nil)
+        #expect(lane.transportErrors[ClientCounters.otherTransportError] == 8)
+        #expect(lane.transportErrorsTotal == 42)
+        // Merged: the bound holds for the sum too, and nothing is lost from the total.
+        var other = ClientCounters()
+        other.recordTransportError("another text", count: 5)
+        other.recordTransportError("error 0", count: 1)
+        var run = lane
+        run.add(other)
+        #expect(run.transportErrors.count == 33)
+        #expect(run.transportErrors["error 0"] == 2)
+        #expect(run.transportErrors[ClientCounters.otherTransportError] == 13)
+        #expect(run.transportErrorsTotal == 48)
+    }
+}
+
+@Suite("Per-QoS container")
+struct PerQoSTests {
+    @Test("subscripts by QoS and by level reach the same field; add and total sum by level")
+    func subscriptsAndSums() {
+        var counts = PerQoSCounts()
+        counts[.atLeastOnce] &+= 3
+        counts[2] &+= 5
+        counts.qos0 = 1
+        #expect(counts == PerQoSCounts(qos0: 1, qos1: 3, qos2: 5))
+        #expect(counts[1] == 3 && counts[.exactlyOnce] == 5)
+        #expect(counts.levels == [1, 3, 5])
+        #expect(counts.total == 9)
+        counts.add(PerQoSCounts(qos0: 10, qos1: 20, qos2: 30))
+        #expect(counts == PerQoSCounts(qos0: 11, qos1: 23, qos2: 35))
+
+        var delivery = PerQoS(repeating: DeliveryCounts())
+        delivery[.atLeastOnce].add(DeliveryCounts(expected: 4, received: 4, unique: 4, duplicated: 0, reordered: 0))
+        delivery[2].add(DeliveryCounts(expected: 2, received: 1, unique: 1, duplicated: 0, reordered: 0))
+        let total = delivery.sum(from: DeliveryCounts())
+        #expect(total.expected == 6)
+        #expect(total.received == 5)
+        #expect(total.lost == 1)
+        #expect(delivery.qos0 == DeliveryCounts())
+    }
+}

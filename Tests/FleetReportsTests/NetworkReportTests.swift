@@ -15,7 +15,24 @@ struct NetworkReportTests {
         report.meanDelayUpMilliseconds = 52.25
         report.meanDelayDownMilliseconds = 50.5
         report.heldForBandwidth = 4
+        report.readPauses = 5
         return report
+    }
+
+    @Test("one entry per profile of a fleet: the HTML report has a row for each")
+    func htmlRowPerProfile() {
+        var report = SampleReports.make()
+        var nbIoT = Self.sample()
+        nbIoT.profile = "nb-iot"
+        nbIoT.clients = 10
+        nbIoT.stalls = 9
+        report.network = [Self.sample(), nbIoT]
+        let html = ReportHTML.render(report)
+        #expect(html.contains("<h2>Network conditions</h2>"))
+        #expect(html.contains("<tr><td>cars</td><td>lte+</td><td class=\"num\">40</td><td>latency 50ms each way</td><td class=\"num\">17</td>"))
+        #expect(html.contains("<tr><td>cars</td><td>nb-iot</td><td class=\"num\">10</td><td>latency 50ms each way</td><td class=\"num\">9</td>"))
+        report.network = []
+        #expect(!ReportHTML.render(report).contains("Network conditions"))
     }
 
     @Test("written and read back byte for byte; a report without it keeps its bytes")
@@ -32,6 +49,7 @@ struct NetworkReportTests {
         let network = try #require(object["network"] as? [[String: Any]])
         #expect(network.first?["outage_s"] as? Double == 41.5)
         #expect(network.first?["held_for_bandwidth"] as? Int == 4)
+        #expect(network.first?["read_pauses"] as? Int == 5)
     }
 
     @Test("segments add: counts sum, mean delays weigh by clients")

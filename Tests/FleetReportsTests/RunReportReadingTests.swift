@@ -57,6 +57,75 @@ struct RunReportReadingTests {
         #expect(fromOlder.generator.receiveRingUnavailable == nil)
     }
 
+    @Test("churn skips, transport errors, request counts of both sides and ack-batching fallbacks survive the trip; older reports read as 0")
+    func countsFromClientCounters() throws {
+        var counters = ClientCounters()
+        counters.churnSkipped = 7
+        counters.recordTransportError("TLS error: wrong version number", count: 3)
+        counters.recordTransportError("WebSocket upgrade refused: HTTP 404 (HTTP/1.1 404 Not Found)", count: 5)
+        counters.recordTransportError("TLS handshake timeout", count: 3)
+        counters.requestsSent = 40
+        counters.responsesReceived = 36
+        counters.responsesLate = 2
+        counters.requestsAnswered = 37
+        counters.requestsUnanswered = 1
+        counters.lowWatermarkFallbacks = 6
+        counters.lowWatermarkRearms = 5
+        var sample = SampleReports.make()
+        sample.setCounters(counters, peakConnected: 4)
+        let text = try sample.jsonText()
+        let reread = try RunReport.parse(text: text)
+        #expect(try reread.jsonText() == text)
+        #expect(reread.connections.churnSkipped == 7)
+        // Most frequent first, then by text.
+        #expect(reread.connections.transportErrors == [
+            ReasonCount("WebSocket upgrade refused: HTTP 404 (HTTP/1.1 404 Not Found)", 5),
+            ReasonCount("TLS error: wrong version number", 3), ReasonCount("TLS handshake timeout", 3),
+        ])
+        #expect(reread.connections.transportErrorsTotal == 11)
+        #expect(reread.requests == RequestSummary(sent: 40, answered: 36, timedOut: 6, late: 2, responderAnswered: 37,
+                                                  responderUnanswered: 1))
+        #expect(reread.generator.lowWatermarkFallbacks == 6)
+        #expect(reread.generator.lowWatermarkRearms == 5)
+        let top = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let connections = try #require(top["connections"] as? [String: Any])
+        #expect(connections["churn_skipped"] as? Int == 7)
+        #expect(connections["transport_errors"] as? Int == 11)
+
+        // A report written before these keys existed.
+        var older = top
+        var olderConnections = connections
+        for key in ["churn_skipped", "transport_errors", "transport_errors_by_reason"] {
+            #expect(olderConnections.removeValue(forKey: key) != nil, "\(key)")
+        }
+        older["connections"] = olderConnections
+        var requests = try #require(top["requests"] as? [String: Any])
+        for key in ["late", "responder_answered", "responder_unanswered"] {
+            #expect(requests.removeValue(forKey: key) != nil, "\(key)")
+        }
+        older["requests"] = requests
+        var generator = try #require(top["generator"] as? [String: Any])
+        for key in ["rcvlowat_fallbacks", "rcvlowat_rearms"] {
+            #expect(generator.removeValue(forKey: key) != nil, "\(key)")
+        }
+        older["generator"] = generator
+        let fromOlder = try RunReport.parse(text: String(decoding: try JSONSerialization.data(withJSONObject: older), as: UTF8.self))
+        #expect(fromOlder.connections.churnSkipped == 0)
+        #expect(fromOlder.connections.transportErrors == [])
+        #expect(fromOlder.requests == RequestSummary(sent: 40, answered: 36, timedOut: 6))
+        #expect(fromOlder.generator.lowWatermarkFallbacks == 0)
+        #expect(fromOlder.generator.lowWatermarkRearms == 0)
+
+        // A total that is not the sum of its reasons is refused, naming the key.
+        var inconsistent = top
+        var badConnections = connections
+        badConnections["transport_errors"] = 12
+        inconsistent["connections"] = badConnections
+        #expect(throws: ReportError("report.json: connections.transport_errors: 12 is not the sum of transport_errors_by_reason (11)")) {
+            try RunReport.parse(text: String(decoding: try JSONSerialization.data(withJSONObject: inconsistent), as: UTF8.self))
+        }
+    }
+
     @Test("histograms come back exactly from their hdr payloads, both origins")
     func histogramsRestored() throws {
         let reread = try RunReport.parse(text: try SampleReports.make().jsonText())

@@ -86,6 +86,38 @@ struct NetworkConditionsTests {
         #expect(NetworkConditions.parseRate("fastkbit") == nil)
     }
 
+    @Test("several profiles: an array of objects, each with its fraction; the plan counts clients per profile")
+    func severalProfiles() throws {
+        let scenario = try decodeFixture(Self.fleet("""
+            [{"preset": "lte", "fraction": 0.7}, {"preset": "nb-iot", "fraction": "30%", "jitter": "10ms"}]
+            """)).get()
+        let networks = scenario.fleets[0].networks
+        #expect(networks.map(\.name) == ["lte", "nb-iot+"])
+        #expect(networks.map(\.fraction) == [0.7, 0.3])
+        #expect(networks[1].jitter == .milliseconds(10))
+        #expect(scenario.fleets[0].network == networks[0])
+        #expect(NetworkConditions.clientCounts(count: 10, profiles: networks) == [7, 3])
+        #expect(NetworkConditions.clientCounts(count: 9, profiles: networks) == [6, 3])
+        let plan = ScenarioPlan(scenario)
+        #expect(plan.fleets[0].network == "lte on 7 clients (\(networks[0].summary)); nb-iot+ on 3 clients (\(networks[1].summary))")
+        // One profile in an array is the same as the profile alone.
+        let single = try decodeFixture(Self.fleet(#"["3g"]"#)).get().fleets[0].networks
+        #expect(single == [NetworkConditions.presets["3g"]!])
+    }
+
+    @Test("several profiles: errors name the file, line and column", arguments: [
+        (#"[{"preset": "lte", "fraction": 0.7}, {"preset": "nb-iot", "fraction": 0.4}]"#,
+         "t.json:1:69: fleets[0].network: the network profiles' fractions add up to 1.1, more than the whole fleet (1)"),
+        (#"[{"preset": "lte", "fraction": 0.7}, {"preset": "nb-iot"}]"#,
+         #"t.json:1:106: fleets[0].network[1]: each of several network profiles needs its "fraction" of the fleet"#),
+        (#"["lte", "nb-iot"]"#,
+         #"t.json:1:70: fleets[0].network[0]: each of several network profiles needs its "fraction" of the fleet: write {"preset": ..., "fraction": ...}"#),
+        ("[]", "t.json:1:69: fleets[0].network: a list of network profiles needs at least one profile"),
+    ])
+    func severalProfilesErrors(network: String, expected: String) {
+        #expect(errorText(Self.fleet(network)) == expected)
+    }
+
     @Test("bad values name the file, line and column", arguments: [
         (#""4g""#, #"t.json:1:69: fleets[0].network: expected one of "wifi", "lte", "3g", "edge", "lte-m", "nb-iot", "satellite", got string "4g"; did you mean '3g'?"#),
         (#"{"latency": {"p50": "90ms", "p99": "40ms"}}"#, "t.json:1:104: fleets[0].network.latency.p99: p99 (40ms) must be at least p50 (90ms)"),

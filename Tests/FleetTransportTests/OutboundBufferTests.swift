@@ -134,4 +134,76 @@ struct OutboundBufferTests {
         buffer.append([4])
         #expect(Array(buffer.readableBytes) == [4])
     }
+
+    @Test("with a pool, a block is lent while bytes wait and given back when a flush empties the buffer")
+    func poolLendsWhileBytesWait() throws {
+        let (writer, reader) = try socketPair()
+        defer {
+            try? writer.close()
+            try? reader.close()
+        }
+        let pool = OutboundBlockPool(blockSize: 16, maximumFree: 4)
+        let first = OutboundBuffer(pool: pool)
+        let second = OutboundBuffer(pool: pool)
+        #expect(first.capacity == 0 && pool.lent == 0 && pool.freeCount == 0)
+        first.append([1, 2, 3])
+        #expect(first.capacity == 16 && pool.lent == 1 && pool.freeCount == 0)
+        #expect(try first.flush(to: writer) == .complete)
+        #expect(first.capacity == 0 && pool.lent == 0 && pool.freeCount == 1)
+        #expect(first.readableBytes.count == 0)
+        second.append([4, 5])
+        #expect(second.capacity == 16 && pool.lent == 1 && pool.freeCount == 0)  // the same block, no allocation
+        #expect(second.markWritten(1) == .pending)
+        #expect(Array(second.readableBytes) == [5])
+        #expect(pool.lent == 1)  // one byte still waits: the block stays
+        #expect(second.markWritten(1) == .complete)
+        #expect(second.capacity == 0 && pool.lent == 0 && pool.freeCount == 1)
+        first.append([6])
+        first.removeAll()  // the connection went away: the block goes back too
+        #expect(first.capacity == 0 && pool.lent == 0 && pool.freeCount == 1)
+        #expect(try readBytes(3, from: reader) == [1, 2, 3])
+    }
+
+    @Test("with a pool, a buffer that grows past the block gives the block back and keeps its own larger one")
+    func poolGrowthKeepsOwnBlock() throws {
+        let (writer, reader) = try socketPair()
+        defer {
+            try? writer.close()
+            try? reader.close()
+        }
+        let pool = OutboundBlockPool(blockSize: 8, maximumFree: 4)
+        let buffer = OutboundBuffer(pool: pool, maximumCapacity: 64)
+        buffer.append(Array(0..<6))
+        buffer.append(Array(6..<20))
+        #expect(buffer.capacity == 32 && pool.lent == 0 && pool.freeCount == 1)
+        #expect(Array(buffer.readableBytes) == Array(0..<20))
+        #expect(try buffer.flush(to: writer) == .complete)
+        #expect(buffer.capacity == 32 && pool.lent == 0 && pool.freeCount == 1)  // its own: kept for the next turn
+        buffer.releaseStorage()
+        #expect(buffer.capacity == 0 && pool.freeCount == 1)  // freed, not pooled (not the pool's size)
+        #expect(try readBytes(20, from: reader) == Array(0..<20))
+    }
+
+    @Test("a pool keeps at most maximumFree idle blocks; the rest are freed")
+    func poolKeepsAtMostMaximumFree() {
+        let pool = OutboundBlockPool(blockSize: 8, maximumFree: 2)
+        let buffers = (0..<3).map { _ in OutboundBuffer(pool: pool) }
+        for buffer in buffers { buffer.append([1]) }
+        #expect(pool.lent == 3 && pool.freeCount == 0)
+        for buffer in buffers { buffer.removeAll() }
+        #expect(pool.lent == 0 && pool.freeCount == 2)
+    }
+
+    @Test("borrowBlocks gives up the buffer's own block and lends from the pool from then on")
+    func borrowBlocksLater() {
+        let pool = OutboundBlockPool(blockSize: 8, maximumFree: 2)
+        let buffer = OutboundBuffer(initialCapacity: 8)
+        buffer.append([1])
+        buffer.borrowBlocks(from: pool)
+        #expect(buffer.capacity == 0 && buffer.isEmpty && pool.freeCount == 0)
+        buffer.append([2])
+        #expect(pool.lent == 1)
+        #expect(buffer.markWritten(1) == .complete)
+        #expect(pool.lent == 0 && pool.freeCount == 1)
+    }
 }
