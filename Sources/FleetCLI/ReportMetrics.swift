@@ -83,6 +83,8 @@ struct ReportMetrics {
             case "peak_connected": return Double(connections.peakConnected)
             case "disconnects": return Double(connections.disconnectsTotal)
             case "never_connected": return Double(connections.neverConnected)
+            case "retransmitted": return Double(connections.retransmitted)
+            case "window_decreases": return Double(connections.windowDecreases)
             case "churn_skipped": return Double(connections.churnSkipped)
             case "transport_errors": return Double(connections.transportErrorsTotal)
             default: return nil

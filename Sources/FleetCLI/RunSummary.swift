@@ -28,6 +28,10 @@ enum RunSummary {
         for failure in connections.failuresByReason {
             lines.append("                failed \(failure.reason)\(refusalMeaning(failure.reason)): \(failure.count)")
         }
+        if connections.retransmitted > 0 {
+            lines.append("                retransmitted: \(connections.retransmitted) (a SYN or CONNECT sent again: the broker's "
+                + "listen queue was full), bound per broker halved \(connections.windowDecreases) time\(connections.windowDecreases == 1 ? "" : "s")")
+        }
         if connections.neverConnected > 0 {
             lines.append("                never connected: \(connections.neverConnected) client\(connections.neverConnected == 1 ? "" : "s")")
         }

@@ -188,9 +188,11 @@ enum ScenarioMapping {
             }
             fleets.append(engineFleet)
         }
-        return EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes, seed: seed,
-                                   readyTimeout: scenario.readyTimeoutDuration.nanoseconds,
-                                   drainTimeout: scenario.drainDuration.nanoseconds)
+        var configuration = EngineConfiguration(fleets: fleets, brokers: brokers, sourceAddresses: sources, lanes: lanes,
+                                                seed: seed, readyTimeout: scenario.readyTimeoutDuration.nanoseconds,
+                                                drainTimeout: scenario.drainDuration.nanoseconds)
+        configuration.maxConnectsInFlightPerBroker = scenario.maxConnectsInFlightPerBroker
+        return configuration
     }
 
     static func stream(

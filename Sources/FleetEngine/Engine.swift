@@ -869,6 +869,22 @@ public final class Engine: @unchecked Sendable {
 
     /// Where a client of this segment sits: its lane and its position on the lane. A segment's clients are
     /// numbered in global order (global / segments) and dealt to lanes round-robin.
+    /// Each lane's share of `maxConnectsInFlightPerBroker` for an address: the bound divided by the lanes and by
+    /// the segments that connect to it. Clients are striped over segments (global index mod segments) and over
+    /// the run's brokers (global index mod brokers), so segments / gcd(segments, brokers) segments share each
+    /// of those (one each with as many workers as brokers); a fleet's own endpoints are counted as shared by
+    /// every segment. At least 1.
+    static func connectWindowShare(configuration: EngineConfiguration, laneCount: Int)
+        -> (_ address: SocketAddress, _ viaEndpoint: Bool) -> Int {
+        let bound = max(configuration.maxConnectsInFlightPerBroker, 1)
+        let segments = max(configuration.segmentCount, 1)
+        let brokers = max(configuration.brokers.count, 1)
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let sharingBroker = segments / gcd(segments, brokers)
+        let lanes = max(laneCount, 1)
+        return { _, viaEndpoint in max(1, bound / (lanes * (viaEndpoint ? segments : sharingBroker))) }
+    }
+
     static func location(_ global: Int, segments: Int, lanes: Int) -> (lane: Int, position: Int) {
         let local = global / max(segments, 1)
         return (local % lanes, local / lanes)

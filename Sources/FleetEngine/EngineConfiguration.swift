@@ -214,6 +214,11 @@ public enum ConnectRamp: Sendable, Equatable {
 /// Everything a run needs.
 public struct EngineConfiguration: Sendable {
     public var fleets: [EngineFleet]
+    /// Connects (TCP connect to CONNACK) in flight at once to one broker address, over every fleet, lane and
+    /// segment of the run: keep it under the broker's listen backlog (mosquitto 2.0 listens with 100). Each lane
+    /// holds a share (`Engine.connectWindowShare`) and halves it while connects need retransmissions
+    /// (`ConnectWindow`). Applies on top of each fleet's `maxConnectsInFlight`.
+    public var maxConnectsInFlightPerBroker: Int = 64
     /// Broker endpoints, spread over clients round-robin.
     public var brokers: [SocketAddress]
     /// Local source addresses (port 0), spread over clients round-robin; empty: the kernel chooses.

@@ -11,6 +11,10 @@ extension Lane {
     /// The connect timer: start an attempt if the client is idle and its fleet's pacer allows.
     func startConnect(_ client: Int) {
         let fleet = clients[client].fleet
+        guard !stopping, clients[client].phase == .idle else { return }
+        let window = connectWindows.slot(of: clients[client].broker)
+        // A full window queues the client; the end of a connect to the same address wakes it.
+        guard connectWindows.admit(client, slot: window) else { return }
         let connectTimeout = fleets[fleet].configuration.connectTimeout
         let start = clients[client].connection.connectTimerFired(
             now: now, stopping: stopping, pacer: &pacers[fleet], tick: wheel.tickNanoseconds, connectTimeout: connectTimeout)
@@ -20,6 +24,7 @@ extension Lane {
         case .paced(let retryAt):
             wheel.schedule(client: client, kind: TimerKind.connect, deadline: retryAt)
         case .open(let isReconnect, let timeoutAt):
+            connectWindows.started(slot: window)
             metrics.fleets[fleet].counters.connectsAttempted += 1
             if isReconnect { metrics.fleets[fleet].counters.reconnects += 1 }
             let broker = clients[client].broker
@@ -105,6 +110,20 @@ extension Lane {
         tearDown(client, connectionEvent(client) { $0.connAckRefused(code: code, now: now, reconnect: $2, random: &$1) })
     }
 
+    /// The end of a connect (CONNACK, refusal, failure) for its broker address's window: `retransmitted` as in
+    /// `ConnectWindow.finished`. Wakes the clients the window now has places for.
+    func connectWindowFinished(_ client: Int, retransmitted: Bool?) {
+        let fleet = clients[client].fleet
+        if retransmitted == true { metrics.fleets[fleet].counters.connectsRetransmitted += 1 }
+        let decreased = connectWindows.finished(
+            slot: connectWindows.slot(of: clients[client].broker), startedAt: clients[client].connection.connectStartedAt,
+            retransmitted: retransmitted, now: now
+        ) { waiting in
+            wheel.schedule(client: waiting, kind: TimerKind.connect, deadline: now &+ 1)
+        }
+        if decreased { metrics.fleets[fleet].counters.connectWindowDecreases += 1 }
+    }
+
     /// The connection ended or broke (before CONNACK: the connect failed).
     func connectionLost(_ client: Int, reason: DisconnectReason) {
         switch connectionEvent(client, { $0.linkLost(reason, now: now, reconnect: $2, random: &$1) }) {
@@ -128,7 +147,9 @@ extension Lane {
         }
         switch teardown.released {
         case .connection: markDisconnected(client)
-        case .connectSlot: pacers[fleet].finished()
+        case .connectSlot:
+            pacers[fleet].finished()
+            connectWindowFinished(client, retransmitted: nil)
         case .nothing: break
         }
         closeSocket(client, abortive: teardown.close == .abortive)

@@ -12,6 +12,7 @@ extension Lane {
         let fleet = clients[client].fleet
         wheel.cancel(client: client, kind: TimerKind.connectTimeout)
         pacers[fleet].finished()
+        connectWindowFinished(client, retransmitted: clients[client].socket?.totalRetransmissions().map { $0 > 0 })
         metrics.fleets[fleet].counters.connectsSucceeded += 1
         metrics.fleets[fleet].latency.record(.connect, startedAt: connected.connectSentAt, completedAt: now)
         clients[client].sendableSince = now

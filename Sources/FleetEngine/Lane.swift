@@ -25,6 +25,8 @@ final class Lane: @unchecked Sendable {
     var wheel: TimingWheel
     var metrics: LaneMetrics
     var pacers: [ConnectPacer]
+    /// Connects in flight per broker address (`BrokerConnectWindows`), over the lane's fleets.
+    var connectWindows: BrokerConnectWindows
     let epoll: Epoll
     let timer: Int32
     var armedDeadline: UInt64 = .max
@@ -139,6 +141,8 @@ final class Lane: @unchecked Sendable {
             return ConnectPacer(ratePerSecond: rate, burst: Self.connectBurst(ratePerSecond: rate),
                                 maxInFlight: max(1, fleet.configuration.maxConnectsInFlight / laneCount), now: start)
         }
+        let share = Engine.connectWindowShare(configuration: configuration, laneCount: laneCount)
+        self.connectWindows = BrokerConnectWindows(brokers: clients.map { ($0.broker, share($0.broker, $0.endpoint != nil)) })
         self.epoll = try Epoll(capacity: 1024)
         let timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
         guard timer >= 0 else { throw SystemError(call: "timerfd_create", errno: errno) }

@@ -157,6 +157,11 @@ public struct ClientCounters: Equatable, Sendable {
     public private(set) var connectFailures: [ConnectFailureReason: UInt64] = [:]
     public private(set) var disconnects: [DisconnectReason: UInt64] = [:]
     public var reconnects: UInt64 = 0
+    /// Connects that reached CONNACK only after their socket sent something again (a SYN or the CONNECT): the
+    /// broker's listen queue was full. And how often a lane halved its bound of connects in flight to a broker
+    /// address for that (`ConnectWindow`).
+    public var connectsRetransmitted: UInt64 = 0
+    public var connectWindowDecreases: UInt64 = 0
     public var published = PerQoSCounts()
     /// PUBACK for QoS 1, PUBCOMP for QoS 2 (never QoS 0).
     public var acked = PerQoSCounts()
@@ -255,6 +260,8 @@ public struct ClientCounters: Equatable, Sendable {
         for (reason, count) in other.connectFailures { recordConnectFailure(reason, count: count) }
         for (reason, count) in other.disconnects { recordDisconnect(reason, count: count) }
         reconnects &+= other.reconnects
+        connectsRetransmitted &+= other.connectsRetransmitted
+        connectWindowDecreases &+= other.connectWindowDecreases
         published.add(other.published)
         acked.add(other.acked)
         received.add(other.received)

@@ -256,6 +256,8 @@ extension ConnectionSummary {
             JSONMember("reconnects", .count(reconnects)),
             JSONMember("peak_connected", .count(peakConnected)),
             JSONMember("never_connected", .count(neverConnected)),
+            JSONMember("retransmitted", .count(retransmitted)),
+            JSONMember("window_decreases", .count(windowDecreases)),
             JSONMember("churn_skipped", .count(churnSkipped)),
             JSONMember("transport_errors", .count(transportErrorsTotal)),
             JSONMember("failed_by_reason", .object(failuresByReason.map { JSONMember($0.reason, .count($0.count)) })),

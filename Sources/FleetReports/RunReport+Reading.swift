@@ -182,6 +182,8 @@ extension ConnectionSummary {
             failuresByReason: try object.object("failed_by_reason").reasonCounts(),
             disconnectsByReason: try object.object("disconnects_by_reason").reasonCounts())
         neverConnected = UInt64(try object.optionalNumber("never_connected") ?? 0)
+        retransmitted = UInt64(try object.optionalNumber("retransmitted") ?? 0)
+        windowDecreases = UInt64(try object.optionalNumber("window_decreases") ?? 0)
         // Absent from reports written before they were reported: 0, none.
         churnSkipped = try object.optionalCount("churn_skipped") ?? 0
         transportErrors = try object.optionalArray("transport_errors_by_reason")?.map { element throws(ReportError) in

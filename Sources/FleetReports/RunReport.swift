@@ -241,6 +241,10 @@ public struct ConnectionSummary: Equatable, Sendable {
     public var disconnectsByReason: [ReasonCount] = []
     /// Clients never accepted by a CONNACK during the whole run (absent from older reports: 0).
     public var neverConnected: UInt64 = 0
+    /// Connects that needed a retransmission (SYN or CONNECT sent again) to reach CONNACK, and how often a lane
+    /// halved its bound of connects in flight to a broker address for that (absent from older reports: 0).
+    public var retransmitted: UInt64 = 0
+    public var windowDecreases: UInt64 = 0
     /// Churn disconnects that found no connected client of the fleet on their lane (absent from older reports: 0).
     public var churnSkipped: UInt64 = 0
     /// TLS and WebSocket failures by their reason text, most frequent first, then by text (absent from older
@@ -269,6 +273,8 @@ public struct ConnectionSummary: Equatable, Sendable {
         failuresByReason = Self.sorted(counters.connectFailures.map { ReasonCount($0.key.reportName, $0.value) })
         disconnectsByReason = Self.sorted(counters.disconnects.map { ReasonCount($0.key.reportName, $0.value) })
         neverConnected = counters.neverConnected
+        retransmitted = counters.connectsRetransmitted
+        windowDecreases = counters.connectWindowDecreases
         churnSkipped = counters.churnSkipped
         transportErrors = Self.byCount(counters.transportErrors.map { ReasonCount($0.key, $0.value) })
     }
@@ -287,6 +293,8 @@ public struct ConnectionSummary: Equatable, Sendable {
         peakConnected &+= other.peakConnected
         neverConnected &+= other.neverConnected
         churnSkipped &+= other.churnSkipped
+        retransmitted &+= other.retransmitted
+        windowDecreases &+= other.windowDecreases
         failuresByReason = Self.sorted(failuresByReason + other.failuresByReason)
         disconnectsByReason = Self.sorted(disconnectsByReason + other.disconnectsByReason)
         transportErrors = Self.byCount(transportErrors + other.transportErrors)

@@ -75,7 +75,7 @@ struct ScenarioDecoder {
     let context: DecodingContext
 
     static let topKeys = ["name", "description", "brokers", "fleets", "stages", "thresholds", "duration", "seed", "drain",
-                          "ready_timeout"]
+                          "ready_timeout", "max_connects_in_flight_per_broker"]
 
     func decodeScenario(_ value: JSONValue, defaultName: String) -> Scenario? {
         guard let object = context.object(value, .root, allowed: Self.topKeys, what: "a scenario object") else { return nil }
@@ -135,9 +135,14 @@ struct ScenarioDecoder {
         }
         let drain = object.optional("drain") { context.duration($0, $1, allowZero: true) }
         let readyTimeout = object.optional("ready_timeout") { context.duration($0, $1, allowZero: true) }
-        let scenario = Scenario(name: name, description: description, brokers: brokers, fleets: fleets, stages: stages,
+        var scenario = Scenario(name: name, description: description, brokers: brokers, fleets: fleets, stages: stages,
                                 thresholds: thresholds, duration: duration, seed: seed, drain: drain,
                                 readyTimeout: readyTimeout)
+        if let bound = object.optional("max_connects_in_flight_per_broker", {
+            context.integer($0, $1, in: 1...1_000_000, what: "an integer from 1 to 1000000")
+        }) {
+            scenario.maxConnectsInFlightPerBroker = Int(bound)
+        }
         checkThresholdsProducible(scenario, paths: thresholdPaths)
         return scenario
     }

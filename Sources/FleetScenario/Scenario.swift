@@ -23,6 +23,11 @@ public struct Scenario: Equatable, Sendable {
     /// The `ready_timeout` key: how long, after the plan's last first connect was due (start offsets, ramps,
     /// connect rates), publishing waits for clients still connecting or subscribing; nil: 30 s.
     public var readyTimeout: TimeSpan? = nil
+    /// The `max_connects_in_flight_per_broker` key: connects (TCP connect to CONNACK) in flight at once to one broker
+    /// address, over every fleet and segment of the run; keep it under the broker's listen backlog (mosquitto 2.0:
+    /// 100). The engine halves it while connects need retransmissions (`ConnectWindow`).
+    public var maxConnectsInFlightPerBroker: Int = Scenario.defaultMaxConnectsInFlightPerBroker
+    public static let defaultMaxConnectsInFlightPerBroker = 64
 
     /// The ready timeout when the scenario gives none.
     public static let defaultReadyTimeout = TimeSpan(nanoseconds: 30_000_000_000)

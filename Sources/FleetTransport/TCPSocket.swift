@@ -80,6 +80,16 @@ public struct TCPSocket: Sendable, Hashable {
         if pending != 0 { throw SystemError(call: "connect", errno: pending) }
     }
 
+    /// Segments this connection has sent again so far (TCP_INFO `tcpi_total_retrans`), nil if the kernel does not
+    /// say. Right after the handshake, or at CONNACK, it counts the SYNs and CONNECT bytes sent again: the sign of
+    /// a listener whose queue was full (`ConnectWindow`).
+    public func totalRetransmissions() -> UInt32? {
+        var info = tcp_info()
+        var length = socklen_t(MemoryLayout<tcp_info>.size)
+        guard getsockopt(fileDescriptor, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0 else { return nil }
+        return info.tcpi_total_retrans
+    }
+
     /// Reads into a caller-owned buffer (one per lane, reused): no allocation here.
     @inline(__always)
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> ReadResult {

@@ -329,3 +329,36 @@ struct TCPSocketLowWatermarkTests {
         #expect(try receiver.option(level: SOL_SOCKET, name: SO_RCVLOWAT) == value.readBack)
     }
 }
+
+@Suite("TCPSocket: retransmissions seen through TCP_INFO")
+struct TCPSocketRetransmissionTests {
+    @Test("a connect whose SYN a full listen queue dropped counts exactly one retransmission; the first none")
+    func synRetransmitted() throws {
+        // Backlog 0: the accept queue holds one connection; the next SYN is dropped (TcpExtListenOverflows) and
+        // sent again after the initial retransmission timeout, 1 s, by which time the queue is empty again.
+        let listener = try TCPListener.listen(on: SocketAddress(ipAddress: "127.0.0.1", port: 0), backlog: 0)
+        defer { try? listener.close() }
+        let address = try listener.localAddress()
+        let first = try TCPSocket.makeNonBlocking(family: address.family)
+        defer { try? first.close() }
+        _ = try first.connect(to: address)
+        #expect(waitWritable(first, milliseconds: 2_000))
+        try first.finishConnect()
+        let second = try TCPSocket.makeNonBlocking(family: address.family)
+        defer { try? second.close() }
+        _ = try second.connect(to: address)
+        var accepted: [TCPSocket] = []
+        defer { for socket in accepted { try? socket.close() } }
+        if case .processed(let socket) = try listener.accept() { accepted.append(socket) }
+        #expect(accepted.count == 1)
+        #expect(waitWritable(second, milliseconds: 5_000))
+        try second.finishConnect()
+        #expect(first.totalRetransmissions() == 0)
+        #expect(second.totalRetransmissions() == 1)
+    }
+
+    private func waitWritable(_ socket: TCPSocket, milliseconds: Int32) -> Bool {
+        var descriptor = pollfd(fd: socket.fileDescriptor, events: Int16(POLLOUT), revents: 0)
+        return poll(&descriptor, 1, milliseconds) == 1 && descriptor.revents & Int16(POLLOUT) != 0
+    }
+}
