@@ -1,3 +1,4 @@
+import FleetMetrics
 import Glibc
 
 /// A one-way delay: fixed, or drawn per send from a log-normal fitted to a median and a 99th percentile
@@ -82,34 +83,20 @@ public struct EngineNetworkProfile: Sendable, Equatable {
         guard index >= 0, index < count else { return nil }
         var local = index
         var remaining = count
-        var cumulative = 0.0
-        var taken = 0
-        for (position, profile) in profiles.enumerated() {
-            cumulative += max(0, profile.fraction)
-            let upTo = min(count, Int((Double(count) * cumulative + 1e-9).rounded(.down)))
-            let share = max(0, upTo - taken)
+        for (position, share) in clientCounts(count: count, profiles: profiles).enumerated() {
             if share > 0 && remaining > 0 {
                 let before = local * share / remaining
                 if (local + 1) * share / remaining > before { return position }
                 local -= before
             }
             remaining -= share
-            taken += share
         }
         return nil
     }
 
     /// Clients of a fleet of `count` per profile (`assignment`'s n_k).
     public static func clientCounts(count: Int, profiles: [EngineNetworkProfile]) -> [Int] {
-        var cumulative = 0.0
-        var taken = 0
-        return profiles.map { profile in
-            cumulative += max(0, profile.fraction)
-            let upTo = min(count, Int((Double(count) * cumulative + 1e-9).rounded(.down)))
-            let share = max(0, upTo - taken)
-            taken += share
-            return share
-        }
+        FractionShares.counts(of: count, fractions: profiles.lazy.map(\.fraction))
     }
 
     /// Problems that make the profile unusable (the scenario layer reports them with a location first).

@@ -1,4 +1,5 @@
 import FleetJSON
+import FleetMetrics
 
 /// A fleet's `network` key: the link its vehicles sit on, emulated by the engine in user space.
 /// Where the preset figures come from is in docs/network-conditions.md.
@@ -135,15 +136,7 @@ public struct NetworkConditions: Equatable, Sendable {
     /// Clients of a fleet of `count` per profile: profile k has ⌊count × (f_1 + … + f_k)⌋ − ⌊count × (f_1 + … +
     /// f_(k−1))⌋ (the engine's `EngineNetworkProfile.clientCounts`, which also picks which clients).
     public static func clientCounts(count: Int, profiles: [NetworkConditions]) -> [Int] {
-        var cumulative = 0.0
-        var taken = 0
-        return profiles.map { profile in
-            cumulative += max(0, profile.fraction)
-            let upTo = min(count, Int((Double(count) * cumulative + 1e-9).rounded(.down)))
-            let share = max(0, upTo - taken)
-            taken += share
-            return share
-        }
+        FractionShares.counts(of: count, fractions: profiles.lazy.map(\.fraction))
     }
 }
 
