@@ -60,17 +60,20 @@ final class ProgressPrinter: Sendable {
         line(elapsedSeconds: status.elapsedSeconds, totalSeconds: totalSeconds, connected: status.connected,
              targetClients: targetClients, publishedPerSecond: status.publishedPerSecond,
              receivedPerSecond: status.receivedPerSecond, endToEndP99Ms: status.endToEndP99Ms,
-             ackTimeouts: status.counters.ackTimeouts.total, errors: errors(status.counters))
+             ackTimeouts: status.counters.ackTimeouts.total, errors: errors(status.counters),
+             linkCuts: status.counters.disconnects(.linkCut))
     }
 
-    /// Failed connects and connections lost other than by the client's own DISCONNECT.
+    /// Failed connects and connections lost to an error (`DisconnectReason.Cause.error`). Not the client's own
+    /// DISCONNECTs (end of run, churn), nor the links the scenario cut on purpose (tunnels, emulated drops and
+    /// outages): those are `linkCuts`, shown apart.
     static func errors(_ counters: ClientCounters) -> UInt64 {
-        counters.connectsFailed + counters.disconnectsTotal - (counters.disconnects[.clientInitiated] ?? 0)
+        counters.connectsFailed + counters.disconnects(.error)
     }
 
     static func line(elapsedSeconds: Double, totalSeconds: Double, connected: Int, targetClients: Int,
                      publishedPerSecond: Double, receivedPerSecond: Double, endToEndP99Ms: Double?,
-                     ackTimeouts: UInt64, errors: UInt64) -> String {
+                     ackTimeouts: UInt64, errors: UInt64, linkCuts: UInt64 = 0) -> String {
         var parts = [
             "[\(pad(Int(elapsedSeconds.rounded(.down)), 4))s/\(Int(totalSeconds))s]",
             "connected \(connected)/\(targetClients)",
@@ -80,6 +83,8 @@ final class ProgressPrinter: Sendable {
         if let p99 = endToEndP99Ms { parts.append(String(format: "e2e p99 %.2f ms", p99)) }
         parts.append("ack timeouts \(ackTimeouts)")
         parts.append("errors \(errors)")
+        // Tunnels and emulated link drops and outages: what the scenario asked for, named as such.
+        if linkCuts > 0 { parts.append("link cuts \(linkCuts)") }
         return parts.joined(separator: "  ")
     }
 

@@ -4,6 +4,21 @@ import MQTTCodec
 
 /// The table printed at the end of a run: the same numbers as report.json.
 enum RunSummary {
+    /// Ended connections by cause: the clients' own (end of run, churn), the links the scenario cut on purpose
+    /// (tunnels, emulated drops and outages: expected, not errors) and errors, each with its reasons. Nil for none.
+    static func disconnectsLine(_ reasons: [ReasonCount]) -> String? {
+        guard !reasons.isEmpty else { return nil }
+        var parts: [String] = []
+        for (cause, title) in [(DisconnectReason.Cause.client, "by the client"), (.linkCut, "link cuts"), (.error, "errors")] {
+            let these = reasons.filter { DisconnectReason.cause(ofReportName: $0.reason) == cause && $0.count > 0 }
+            let total = these.reduce(0) { $0 &+ $1.count }
+            guard total > 0 || cause == .error else { continue }
+            parts.append("\(title) \(total)" + (these.isEmpty ? ""
+                : " (" + these.map { "\($0.reason) \($0.count)" }.joined(separator: ", ") + ")"))
+        }
+        return "                disconnects: " + parts.joined(separator: "; ")
+    }
+
     static func render(_ report: RunReport, directory: String?) -> String {
         var lines: [String] = []
         let verdict = report.run.interrupted ? "INTERRUPTED" : (report.passed ? "PASSED" : "FAILED")
@@ -28,6 +43,7 @@ enum RunSummary {
         for failure in connections.failuresByReason {
             lines.append("                failed \(failure.reason)\(refusalMeaning(failure.reason)): \(failure.count)")
         }
+        if let line = disconnectsLine(connections.disconnectsByReason) { lines.append(line) }
         if connections.retransmitted > 0 {
             lines.append("                retransmitted: \(connections.retransmitted) (a SYN or CONNECT sent again: the broker's "
                 + "listen queue was full), bound per broker halved \(connections.windowDecreases) time\(connections.windowDecreases == 1 ? "" : "s")")
@@ -133,6 +149,7 @@ enum RunSummary {
                     + "(\(report.generator.receiveCoalescingPauses) pauses; --receive-coalescing 0 to read at once)"
                 : "")
             + (report.generator.ioUringUnavailable.map { ", writes by send(2): io_uring unavailable (\($0))" } ?? "")
+            + (report.generator.receiveRingUnavailable.map { ", reads by epoll + recv(2): io_uring receives not used (\($0))" } ?? "")
             + (report.generator.lowWatermarkFallbacks > 0
                 ? ", ack batching fell back \(report.generator.lowWatermarkFallbacks) times (the broker held acks: "
                     + "Nagle's algorithm on), re-armed \(report.generator.lowWatermarkRearms)"

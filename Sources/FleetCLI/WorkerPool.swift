@@ -407,12 +407,14 @@ struct WorkerProgress: Equatable {
     var received: UInt64 = 0
     var ackTimeouts: UInt64 = 0
     var errors: UInt64 = 0
+    /// Tunnels and emulated link drops and outages (not errors: the scenario's doing).
+    var linkCuts: UInt64 = 0
     /// End-to-end p99 of the last second in ms; summed over workers: the highest worker's.
     var endToEndP99Ms: Double?
 
     var text: String {
         "\(elapsedSeconds) \(connected) \(published) \(received) \(ackTimeouts) \(errors) "
-            + (endToEndP99Ms.map { String($0) } ?? "-") + "\n"
+            + (endToEndP99Ms.map { String($0) } ?? "-") + " \(linkCuts)\n"
     }
 
     init() {}
@@ -424,12 +426,13 @@ struct WorkerProgress: Equatable {
         received = status.lastReceived
         ackTimeouts = status.counters.ackTimeouts.total
         errors = ProgressPrinter.errors(status.counters)
+        linkCuts = status.counters.disconnects(.linkCut)
         endToEndP99Ms = status.endToEndP99Ms
     }
 
     init?(text: String) {
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard fields.count == 7, let elapsed = Double(fields[0]), let connected = Int(fields[1]),
+        guard fields.count == 8, let elapsed = Double(fields[0]), let connected = Int(fields[1]),
               let published = UInt64(fields[2]), let received = UInt64(fields[3]), let ackTimeouts = UInt64(fields[4]),
               let errors = UInt64(fields[5]) else { return nil }
         self.elapsedSeconds = elapsed
@@ -439,6 +442,8 @@ struct WorkerProgress: Equatable {
         self.ackTimeouts = ackTimeouts
         self.errors = errors
         self.endToEndP99Ms = Double(fields[6])
+        guard let linkCuts = UInt64(fields[7]) else { return nil }
+        self.linkCuts = linkCuts
     }
 
     /// The file's figures; zero before the worker's first second.
@@ -465,6 +470,7 @@ struct WorkerProgress: Equatable {
         received &+= other.received
         ackTimeouts &+= other.ackTimeouts
         errors &+= other.errors
+        linkCuts &+= other.linkCuts
         if let p99 = other.endToEndP99Ms { endToEndP99Ms = max(endToEndP99Ms ?? 0, p99) }
     }
 
@@ -474,6 +480,6 @@ struct WorkerProgress: Equatable {
             elapsedSeconds: elapsedSeconds, totalSeconds: totalSeconds, connected: connected, targetClients: targetClients,
             publishedPerSecond: Double(published &- min(previous.published, published)) / max(seconds, 0.001),
             receivedPerSecond: Double(received &- min(previous.received, received)) / max(seconds, 0.001),
-            endToEndP99Ms: endToEndP99Ms, ackTimeouts: ackTimeouts, errors: errors)
+            endToEndP99Ms: endToEndP99Ms, ackTimeouts: ackTimeouts, errors: errors, linkCuts: linkCuts)
     }
 }

@@ -120,6 +120,34 @@ public enum DisconnectReason: Hashable, Sendable {
     /// An emulated network outage cut the connection (`network.outages`).
     case networkOutage
 
+    /// Who or what ended a connection, as the progress line and the summary group the reasons.
+    public enum Cause: Sendable, Equatable {
+        /// The client itself, cleanly: the end of the run, a churn step.
+        case client
+        /// The scenario cut the link on purpose: a tunnel (stage or route), an emulated link drop or outage.
+        /// Expected, and reconnected by the fleet's policy: not an error.
+        case linkCut
+        /// Everything else: the broker closed or refused, a socket error, an ack timeout, malformed bytes.
+        case error
+    }
+
+    public var cause: Cause {
+        switch self {
+        case .clientInitiated, .churn: return .client
+        case .tunnel, .networkDrop, .networkOutage: return .linkCut
+        case .serverDisconnect, .closedByPeer, .socketError, .ackTimeout, .protocolError: return .error
+        }
+    }
+
+    /// The cause of a reason by its report.json name (`disconnects_by_reason`), for reports read back.
+    public static func cause(ofReportName name: String) -> Cause {
+        switch name {
+        case "client_initiated", "churn": return .client
+        case "tunnel", "network_drop", "network_outage": return .linkCut
+        default: return .error
+        }
+    }
+
     public var reportName: String {
         switch self {
         case .clientInitiated: return "client_initiated"
@@ -232,6 +260,11 @@ public struct ClientCounters: Equatable, Sendable {
     }
 
     public var disconnectsTotal: UInt64 { disconnects.values.reduce(0, &+) }
+
+    /// Disconnects of one cause (`DisconnectReason.cause`).
+    public func disconnects(_ cause: DisconnectReason.Cause) -> UInt64 {
+        disconnects.reduce(0) { $1.key.cause == cause ? $0 &+ $1.value : $0 }
+    }
 
     /// Distinct transport error texts kept; further ones are counted under `otherTransportError`, so a hostile
     /// peer cannot grow the table without bound.
