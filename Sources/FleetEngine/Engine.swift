@@ -288,6 +288,7 @@ public final class Engine: @unchecked Sendable {
                         shape: shapes[profile], seed: configuration.seed, globalIndex: global,
                         tracksAcks: settings.streams.contains { $0.qos == .atLeastOnce } || settings.responder?.qos == .atLeastOnce,
                         profile: profile)
+                    if configuration.recordsNetworkEvents { perLane[lane][perLane[lane].count - 1].network?.events = [] }
                 }
             }
         }
@@ -524,7 +525,8 @@ public final class Engine: @unchecked Sendable {
         result.sendPath = SendPath.combined(paths)
         result.sendRingUnavailable = lanes.lazy.compactMap(\.sendRingError).first?.description
         result.receivePath = ReceivePath.combined(lanes.map { lane in lane.queue.sync { lane.receivePath } })
-        result.receiveRingUnavailable = lanes.lazy.compactMap(\.receiveRingError).first?.description
+        result.receiveRingUnavailable = configuration.ringReceivesDeclined
+            ?? lanes.lazy.compactMap(\.receiveRingError).first?.description
         for metrics in laneMetrics {
             result.coalescingPauses &+= metrics.coalescingPauses
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {

@@ -269,6 +269,8 @@ public struct EngineConfiguration: Sendable {
     /// forbids it or is older than 6.0. `EngineResult.receivePath` tells which. The default comes from
     /// FLEETBENCH_RECEIVE_PATH (io_uring or epoll), else epoll.
     public var ringReceives = ReceivePath.environmentDefault ?? false
+    /// Tests: every emulated link keeps a list of its cuts (`NetworkLink.events`), to compare runs per client.
+    var recordsNetworkEvents = false
     /// With ring receives: after a turn that received, the lane's next wait, once a completion is ready, waits up
     /// to this long in all (ns) for more, so receives arriving close together share a turn (the kernel's
     /// min_wait_usec, Linux 6.12 and later; 0: every completion wakes the lane at once). The price: a receive time,

@@ -27,6 +27,8 @@ extension Lane {
             connectWindows.started(slot: window)
             metrics.fleets[fleet].counters.connectsAttempted += 1
             if isReconnect { metrics.fleets[fleet].counters.reconnects += 1 }
+            // The emulated link draws this attempt's delays, losses and cuts from streams of its own.
+            clients[client].network?.beginAttempt()
             let broker = clients[client].broker
             do {
                 let socket = try TCPSocket.makeNonBlocking(family: broker.family)

@@ -207,14 +207,10 @@ extension Lane {
         if wasEmpty, let first = link.down.nextRelease {
             wheel.schedule(client: client, kind: TimerKind.networkIn, deadline: first)
         }
-        let queued = link.down.queuedBytes
-        if queued > link.downHighWater { link.downHighWater = queued }
-        if !link.readPaused && queued >= link.shape.receiveBufferBytes && !readsThroughRing(client),
-           let socket = clients[client].socket {
-            // Backpressure: stop reading until half of it was delivered, so a slow downlink does not buffer
-            // without bound; the broker's bytes wait in the kernel and in the broker.
-            link.readPaused = true
-            link.counters.readPauses &+= 1
+        // Backpressure: stop reading until half of it was delivered, so a slow downlink does not buffer without
+        // bound; the broker's bytes wait in the kernel and in the broker. (A socket read by the receive ring has no
+        // read interest to drop; a fleet with `bandwidth_down` never gets one: `ringReceivesDeclined`.)
+        if link.pauseReadingIfFull(canPause: !readsThroughRing(client)), let socket = clients[client].socket {
             try? epoll.modify(socket.fileDescriptor, events: readInterest(client, writable: clients[client].wantsWritable),
                               token: UInt64(client))
         }
@@ -255,8 +251,7 @@ extension Lane {
             return
         }
         if let next = link.down.nextRelease { wheel.schedule(client: client, kind: TimerKind.networkIn, deadline: next) }
-        if link.readPaused && link.down.queuedBytes * 2 < link.shape.receiveBufferBytes {
-            link.readPaused = false
+        if link.resumeReadingIfDrained() {
             // Level-triggered: what waits in the socket is reported at the next wait.
             try? epoll.modify(socket.fileDescriptor, events: readInterest(client, writable: clients[client].wantsWritable),
                               token: UInt64(client))
@@ -314,6 +309,7 @@ extension Lane {
     func networkDropDue(_ client: Int) {
         guard !stopping, clients[client].phase == .connected, let link = clients[client].network else { return }
         link.counters.drops &+= 1
+        link.recordCut(.drop)
         cutLink(client, reason: .networkDrop, outage: nil)
     }
 
@@ -334,6 +330,7 @@ extension Lane {
         if let link = clients[client].network {
             link.counters.outages &+= 1
             link.counters.outageNanoseconds &+= duration
+            link.recordCut(reason == .tunnel ? .tunnel : .outage, outage: duration)
         } else {
             let fleet = clients[client].fleet
             metrics.fleets[fleet].network.outages &+= 1

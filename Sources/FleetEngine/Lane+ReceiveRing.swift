@@ -67,12 +67,29 @@ final class LaneReceiveRing {
     }
 }
 
+extension EngineConfiguration {
+    /// Why ring receives, asked for, are not used whatever the kernel allows: a fleet's network profile limits
+    /// the downlink. Its backpressure (`Lane+Network`, `read_pauses`) stops reading a socket while the client's
+    /// inbound queue is full, which epoll does by dropping the socket's read interest; a multishot receive keeps
+    /// filling buffers with whatever arrives. So such a run reads every socket with epoll + recv(2), and says why
+    /// (`EngineResult.receiveRingUnavailable`, report.json `generator.receive_ring_unavailable`). Nil otherwise.
+    public var ringReceivesDeclined: String? {
+        guard ringReceives else { return nil }
+        let limited = fleets.filter { $0.networks.contains { $0.bandwidthDown > 0 } }.map(\.name)
+        guard !limited.isEmpty else { return nil }
+        return "downlink backpressure needs epoll: a network profile of "
+            + (limited.count == 1 ? "fleet \(limited[0])" : "fleets " + limited.joined(separator: ", "))
+            + " limits the downlink (bandwidth_down)"
+    }
+}
+
 extension Lane {
     /// Opens the lane's receive ring when asked for (`EngineConfiguration.ringReceives`, thread driver only).
     static func makeReceiveRing(_ configuration: EngineConfiguration, clients: Int)
         -> (LaneReceiveRing?, SystemError?)
     {
-        guard configuration.ringReceives, configuration.laneDriver == .thread else { return (nil, nil) }
+        guard configuration.ringReceives, configuration.laneDriver == .thread,
+              configuration.ringReceivesDeclined == nil else { return (nil, nil) }
         do {
             // 256 buffers of 4 KiB (1 MiB a lane): a turn's completions rarely hold more; a receive that finds
             // none free ends with ENOBUFS and is armed again at the end of the turn, its bytes still queued.

@@ -182,6 +182,19 @@ final class NetworkShape: Sendable {
     }
 }
 
+/// A cut of an emulated link, as recorded for tests (`NetworkLink.events`): which connection attempt of the
+/// client it ended, how, and what that connection drew before it.
+struct NetworkEvent: Equatable, Sendable {
+    enum Kind: Equatable, Sendable { case drop, outage, tunnel }
+    var attempt: UInt32
+    var kind: Kind
+    /// The outage's length (ns), 0 for a drop.
+    var outage: UInt64
+    /// Stalls and emulated delay (ns, both ways) of this connection up to the cut.
+    var stalls: UInt64
+    var delay: UInt64
+}
+
 /// One queued chunk: the bytes up to `end` (an offset into its queue's storage) leave at `release`.
 struct NetworkChunk {
     var end: Int
@@ -251,10 +264,23 @@ final class NetworkLink {
     let profile: Int
     /// Three streams of the run seed, apart from the client's generator and from each other, so that how often
     /// one is drawn from (reads come in timing-dependent pieces) never shifts another: delays, the
-    /// Gilbert-Elliott chain (one step per MQTT packet each way), and the times of drops and outages.
+    /// Gilbert-Elliott chain (one step per MQTT packet each way), and the times of drops and outages. Drawn anew
+    /// for every connection attempt (`beginAttempt`) from the seed, the client's global index and the attempt's
+    /// number, so what one connection drew never shifts the next: a client's k-th connection gets the same
+    /// draws in every run, however long its earlier connections lasted and however many packets they carried.
     var random: SeededRandom
     var lossRandom: SeededRandom
     var eventRandom: SeededRandom
+    let seed: UInt64
+    let globalIndex: Int
+    /// Connection attempts so far (1 for the first); the streams of the current one are keyed by it.
+    private(set) var attempts: UInt32 = 0
+    /// The link's stalls and emulated delay when the current attempt began (its own share is the difference).
+    private var stallsAtAttempt: UInt64 = 0
+    private var delayAtAttempt: UInt64 = 0
+    /// Every cut of this link, when the engine records them (`EngineConfiguration.recordsNetworkEvents`, for
+    /// tests; nil otherwise, so a client pays nothing for it).
+    var events: [NetworkEvent]?
     var up = NetworkQueue()
     var down = NetworkQueue()
     /// What this link did (summed per profile at the end of the run).
@@ -290,11 +316,58 @@ final class NetworkLink {
         self.shape = shape
         self.profile = profile
         released = tracksAcks ? Array(repeating: (0, 0), count: 32) : []
-        // Segments draw the same delays, losses and events: each stream is keyed by the run seed and the
-        // client's global index only.
-        random = SeededRandom(seed: seed ^ 0x6E65_7477_6F72_6B21, stream: UInt64(globalIndex))
-        lossRandom = SeededRandom(seed: seed ^ 0x6C6F_7373_6C6F_7373, stream: UInt64(globalIndex))
-        eventRandom = SeededRandom(seed: seed ^ 0x6576_656E_7473_2121, stream: UInt64(globalIndex))
+        self.seed = seed
+        self.globalIndex = globalIndex
+        (random, lossRandom, eventRandom) = Self.streams(seed: seed, globalIndex: globalIndex, attempt: 0)
+    }
+
+    /// The three streams of one connection attempt. Segments draw the same: they are keyed by the run seed, the
+    /// client's global index and the attempt's number only.
+    static func streams(seed: UInt64, globalIndex: Int, attempt: UInt32)
+        -> (delays: SeededRandom, losses: SeededRandom, events: SeededRandom)
+    {
+        let stream = UInt64(UInt32(truncatingIfNeeded: globalIndex)) | UInt64(attempt) << 32
+        return (SeededRandom(seed: seed ^ 0x6E65_7477_6F72_6B21, stream: stream),
+                SeededRandom(seed: seed ^ 0x6C6F_7373_6C6F_7373, stream: stream),
+                SeededRandom(seed: seed ^ 0x6576_656E_7473_2121, stream: stream))
+    }
+
+    /// A connection attempt begins (a socket is about to be opened): fresh streams for it, the loss chain back
+    /// in its good state.
+    func beginAttempt() {
+        attempts &+= 1
+        (random, lossRandom, eventRandom) = Self.streams(seed: seed, globalIndex: globalIndex, attempt: attempts)
+        lossBad = false
+        stallsAtAttempt = counters.stalls
+        delayAtAttempt = counters.delayUpNanoseconds &+ counters.delayDownNanoseconds
+    }
+
+    /// Notes a cut of the current connection in `events` when recorded.
+    func recordCut(_ kind: NetworkEvent.Kind, outage: UInt64 = 0) {
+        guard events != nil else { return }
+        events?.append(NetworkEvent(
+            attempt: attempts, kind: kind, outage: outage, stalls: counters.stalls &- stallsAtAttempt,
+            delay: counters.delayUpNanoseconds &+ counters.delayDownNanoseconds &- delayAtAttempt))
+    }
+
+    /// After inbound bytes were queued: true when the lane must stop reading the socket now, because the queue
+    /// reached the shape's receive buffer (counted in `read_pauses`, once per pause). Keeps the high-water mark.
+    /// `canPause`: false for a socket read by the receive ring (no read interest to drop).
+    func pauseReadingIfFull(canPause: Bool = true) -> Bool {
+        let queued = down.queuedBytes
+        if queued > downHighWater { downHighWater = queued }
+        guard canPause, !readPaused, queued >= shape.receiveBufferBytes else { return false }
+        readPaused = true
+        counters.readPauses &+= 1
+        return true
+    }
+
+    /// After inbound bytes were delivered: true when the lane may read the socket again now, because less than
+    /// half of the receive buffer is still queued.
+    func resumeReadingIfDrained() -> Bool {
+        guard readPaused, down.queuedBytes * 2 < shape.receiveBufferBytes else { return false }
+        readPaused = false
+        return true
     }
 
     /// One one-way delay draw (ns).

@@ -373,7 +373,7 @@ public enum ReportHTML {
 
     /// The generator's read path in words.
     static func receivePathText(_ health: GeneratorHealth) -> String {
-        let unavailable = health.receiveRingUnavailable.map { " (io_uring unavailable: \($0))" } ?? ""
+        let unavailable = health.receiveRingUnavailable.map { " (io_uring receives not used: \($0))" } ?? ""
         switch health.receivePath {
         case "io_uring": return "io_uring multishot receives, one wait per lane turn"
         case "epoll+recv": return "epoll, then recv(2) per ready socket" + unavailable

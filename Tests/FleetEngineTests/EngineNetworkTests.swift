@@ -5,6 +5,7 @@ import FleetTestSupport
 import FleetTransport
 import MQTTCodec
 import MQTTSession
+import Synchronization
 import Testing
 @testable import FleetEngine
 
@@ -325,28 +326,70 @@ struct EngineNetworkTests {
         }
     }
 
-    @Test("a 32 kbit/s downlink behind a 440 kB/s stream: the inbound queue stays bounded, reading pauses and resumes")
-    func inboundBackpressure() throws {
-        let broker = try MosquittoBroker()
+    /// 40 QoS 0 PUBLISH packets (MQTT 3.1.1 §3.3) of exactly 1,000 bytes each: 0x30, remaining length 997 in two
+    /// bytes (0xE5 0x07), topic "cmd/0" with its 2-byte length, 990 payload bytes. 40,000 bytes in all.
+    static let downlinkBurst: [UInt8] = {
+        let packet: [UInt8] = [0x30, 0xE5, 0x07, 0x00, 0x05] + Array("cmd/0".utf8) + [UInt8](repeating: 0x61, count: 990)
+        return Array([[UInt8]](repeating: packet, count: 40).joined())
+    }()
+
+    final class Counter: Sendable {
+        let value = Atomic<Int>(0)
+        func next() -> Int { value.add(1, ordering: .relaxed).newValue }
+    }
+
+    /// A FakeBroker that sends the subscriber 40,000 bytes with its SUBACK and 40,000 more after its first
+    /// PINGREQ (keepalive 3 s, so long after the first burst drained at 32,000 bytes/s).
+    /// A burst of 1.25 times the inbound bound pauses reading exactly once however the reads cut it: the read
+    /// that brings the queue to 32,000 bytes pauses it; reading resumes below 16,000, and at most 8,000 bytes are
+    /// then left in the socket, so the queue cannot reach the bound again.
+    @Test("a 256 kbit/s downlink, two bursts of 40,000 bytes: exactly 2 read pauses, every byte and message delivered; asked for io_uring receives, the run reads with epoll and says why", arguments: [false, true])
+    func inboundBackpressure(ringAsked: Bool) throws {
+        let pings = Counter()
+        let broker = try FakeBroker { connection, packet, version in
+            switch packet {
+            case .subscribe:
+                return FakeBroker.standardResponse(connection, packet, version) + [.sendBytes(Self.downlinkBurst)]
+            case .pingReq:
+                return [.send(.pingResp)] + (pings.next() == 1 ? [.sendBytes(Self.downlinkBurst)] : [])
+            default:
+                return FakeBroker.standardResponse(connection, packet, version)
+            }
+        }
         defer { broker.stop() }
         var profile = EngineNetworkProfile()
-        profile.bandwidthDown = 32_000
-        // 2,000 messages/s of ~222 bytes for 1 s: about 440 kB offered to a downlink that takes 4 kB/s.
-        var fleets = Self.fleets(cars: 1, qos: .atMostOnce, perSecond: 2_000, messages: 2_000, payload: 200, network: nil)
-        fleets[1].network = profile
-        let configuration = EngineConfiguration(
-            fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2, seed: 2,
+        profile.bandwidthDown = 256_000
+        var backend = EngineFleet(
+            name: "backend", count: 1, clientID: { "backend-\($0)" },
+            session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 3),
+            subscriptions: { _, _ in [MQTTSubscription(filter: "cmd/#", qos: .atMostOnce)] })
+        backend.network = profile
+        var configuration = EngineConfiguration(
+            fleets: [backend], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1, seed: 2,
             readyTimeout: 10_000_000_000, drainTimeout: 1_000_000_000)
+        configuration.ringReceives = ringAsked
         let engine = try Engine(configuration: configuration)
-        let result = engine.run(duration: 1_500_000_000)
-        #expect(result.fleets["cars"]?.counters.published[.atMostOnce] == 2_000)
+        #expect(engine.lanes.allSatisfy { $0.receiveRing == nil && $0.receiveRingError == nil })
+        let result = engine.run(duration: 5_500_000_000)
         let links = Self.linkCounters(engine)
-        let backend = try #require(links[1])
-        #expect(backend.counters.readPauses >= 1)
-        // The queue holds at most its 16 KiB bound plus the one read (64 KiB buffer) that crossed it.
+        let link = try #require(links[0])
+        #expect(link.counters.readPauses == 2)
+        let fleet = try #require(result.fleets["backend"])
+        #expect(fleet.network.readPauses == 2)
+        // Every message reached the session (no end-to-end header: counted as foreign), every byte was read:
+        // CONNACK 4, SUBACK 5, the bursts, a PINGRESP of 2 per PINGREQ.
+        #expect(fleet.counters.received[.atMostOnce] == 80)
+        #expect(fleet.counters.foreignMessages == 80)
+        let pingRequests = broker.receivedPackets.filter { if case .pingReq = $0.packet { return true } else { return false } }.count
+        #expect(pingRequests >= 1)
+        #expect(fleet.counters.bytesIn == UInt64(4 + 5 + 80_000 + 2 * pingRequests))
+        #expect(fleet.counters.disconnects == [.clientInitiated: 1])
+        // The queue reached its 32,000-byte bound and held at most one burst.
         let highWater = engine.lanes.flatMap { lane in lane.queue.sync { lane.clients.compactMap { $0.network?.downHighWater } } }
-        #expect(highWater.count == 1)
-        #expect(highWater[0] >= 16 << 10 && highWater[0] <= (16 << 10) + (64 << 10), "high water \(highWater[0]) bytes")
+        #expect(highWater.count == 1 && highWater[0] >= 32_000 && highWater[0] <= 40_000, "high water \(highWater)")
+        #expect(result.receivePath == .epoll)
+        #expect(result.receiveRingUnavailable == (ringAsked
+            ? "downlink backpressure needs epoll: a network profile of fleet backend limits the downlink (bandwidth_down)" : nil))
     }
 
     @Test("a PUBLISH resent after a reconnect gets its broker-side PUBACK sample, timed from the resend")
@@ -429,6 +472,85 @@ struct EngineNetworkTests {
         // 42 loss steps per lossy client (CONNECT, 20 PUBLISH up; CONNACK, 20 PUBACK down) at a 20 % stall share.
         #expect(lossyClients.reduce(0) { $0 + $1.counters.stalls } > 0)
         #expect(first.fleets["cars"]?.network.stalls == second.fleets["cars"]?.network.stalls)
+    }
+
+    /// Every cut each client's link recorded in a run, by global index.
+    static func linkEvents(_ engine: Engine) -> [Int: [NetworkEvent]] {
+        var result: [Int: [NetworkEvent]] = [:]
+        for lane in engine.lanes {
+            lane.queue.sync {
+                for client in lane.clients {
+                    if let events = client.network?.events { result[client.globalIndex] = events }
+                }
+            }
+        }
+        return result
+    }
+
+    /// With a reconnect policy a client has many connections, and how long each lasted on the wall clock (connect
+    /// and handshake times are real TCP's) decides how many fit in the run. What each connection draws does not
+    /// depend on that: its streams are keyed by the seed, the client and the attempt's number. So the k-th
+    /// connection of a client is cut the same way (drop or outage, the outage's length) after the same stalls and
+    /// the same emulated delays in every run, and is the cut the seed predicts; only how many connections the run
+    /// had time for may differ at its end.
+    @Test("with reconnects: a client's k-th connection stalls, waits and is cut the same way in two runs, as the seed predicts")
+    func deterministicWithReconnects() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var profile = EngineNetworkProfile(name: "cutting")
+        profile.latencyUp = .distribution(p50: 5_000_000, p99: 20_000_000)
+        profile.latencyDown = .distribution(p50: 5_000_000, p99: 20_000_000)
+        profile.jitter = 2_000_000
+        profile.loss = NetworkLoss(rate: 0.3, burst: 2, dropInterval: 500_000_000)
+        profile.outages = NetworkOutages(meanInterval: 600_000_000, duration: 50_000_000...150_000_000)
+        let clients = 6
+        func run() throws -> [Int: [NetworkEvent]] {
+            // Clients that neither publish nor subscribe: a connection carries CONNECT and CONNACK only, both before
+            // the cut timers start (at CONNACK), so its stalls and delays are its own draws whatever the timing.
+            var cars = EngineFleet(name: "cars", count: clients, clientID: { "det-car-\($0)" },
+                                   session: MQTTSessionSettings(version: .v5, keepAliveSeconds: 30),
+                                   reconnect: .immediateThenInterval(retries: 1_000, interval: 20_000_000))
+            cars.network = profile
+            var configuration = EngineConfiguration(
+                fleets: [cars], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2,
+                seed: 91, readyTimeout: 10_000_000_000, drainTimeout: 1_000_000_000)
+            configuration.recordsNetworkEvents = true
+            let engine = try Engine(configuration: configuration)
+            let result = engine.run(duration: 3_000_000_000)
+            #expect(result.counters.connectsFailed == 0)
+            return Self.linkEvents(engine)
+        }
+        let first = try run()
+        let second = try run()
+        #expect(first.count == clients && second.count == clients)
+        let margin: UInt64 = 50_000_000
+        for index in 0..<clients {
+            let a = first[index] ?? [], b = second[index] ?? []
+            let common = min(a.count, b.count)
+            // Several reconnects each (about one cut per 0.3 s of connection), numbered 1, 2, 3, ...: no attempt failed.
+            #expect(common >= 3, "client \(index): \(a.count) and \(b.count) cuts")
+            #expect(a.map(\.attempt) == (0..<a.count).map { UInt32($0 + 1) }, "client \(index)")
+            #expect(b.map(\.attempt) == (0..<b.count).map { UInt32($0 + 1) }, "client \(index)")
+            // Connection by connection the same: kind, outage length, stalls, emulated delay.
+            #expect(Array(a.prefix(common)) == Array(b.prefix(common)), "client \(index)")
+            // And the cut the seed predicts: the earlier of the two gaps drawn at CONNACK (unless they are within
+            // 50 ms of each other, where the wheel's tick and order decide), then the outage's length.
+            for event in a {
+                var draws = NetworkLink.streams(seed: 91, globalIndex: index, attempt: event.attempt).events
+                let drop = draws.nextExponentialNanoseconds(mean: 500_000_000)
+                let outage = draws.nextExponentialNanoseconds(mean: 600_000_000)
+                guard max(drop, outage) - min(drop, outage) > margin else { continue }
+                if drop < outage {
+                    #expect(event.kind == .drop && event.outage == 0, "client \(index) attempt \(event.attempt)")
+                } else {
+                    #expect(event.kind == .outage && event.outage == draws.nextUInt64(in: 50_000_000...150_000_000),
+                            "client \(index) attempt \(event.attempt)")
+                }
+            }
+        }
+        // Over all clients the two runs saw some of each.
+        let all = first.values.flatMap { $0 }
+        #expect(all.contains { $0.kind == .drop } && all.contains { $0.kind == .outage } && all.contains { $0.stalls > 0 })
     }
 
     @Test("clients without a profile get no link and their lanes no network timers; with one, four more per client")
@@ -568,6 +690,78 @@ struct NetworkLinkTests {
         #expect(releases(seed: 9, index: 4) == releases(seed: 9, index: 4))
         #expect(releases(seed: 9, index: 4) != releases(seed: 9, index: 5))
         #expect(releases(seed: 9, index: 4) != releases(seed: 10, index: 4))
+    }
+
+    @Test("each connection attempt draws from streams of its own: attempt k's delays, stalls and cuts do not depend on what earlier attempts drew")
+    func attemptStreams() {
+        var profile = EngineNetworkProfile()
+        profile.latencyUp = .distribution(p50: 30_000_000, p99: 120_000_000)
+        profile.latencyDown = .distribution(p50: 30_000_000, p99: 120_000_000)
+        profile.jitter = 5_000_000
+        profile.loss = NetworkLoss(rate: 0.3, burst: 3, dropInterval: 1_000_000_000)
+        /// Attempt `attempt`'s first draws, after earlier attempts that drew `earlier[k]` times from each stream.
+        func draws(index: Int, attempt: Int, earlier: [Int]) -> [UInt64] {
+            let link = Self.link(profile, seed: 9, index: index)
+            for k in 0..<(attempt - 1) {
+                link.beginAttempt()
+                for _ in 0..<earlier[k] {
+                    _ = link.delay(up: true)
+                    _ = link.lossStep()
+                    _ = link.eventRandom.next()
+                }
+            }
+            link.beginAttempt()
+            #expect(link.attempts == UInt32(attempt))
+            #expect(!link.lossBad)
+            return (0..<50).map { _ in link.delay(up: false) } + (0..<200).map { _ in link.lossStep() ? 1 : 0 }
+                + [link.eventRandom.nextExponentialNanoseconds(mean: 1e9)]
+        }
+        let third = draws(index: 4, attempt: 3, earlier: [0, 0])
+        // However long the first two connections were (a handful of packets or thousands), the third is the same.
+        #expect(draws(index: 4, attempt: 3, earlier: [7, 1]) == third)
+        #expect(draws(index: 4, attempt: 3, earlier: [3_000, 41]) == third)
+        // Another attempt, client or seed draws otherwise.
+        #expect(draws(index: 4, attempt: 2, earlier: [0]) != third)
+        #expect(draws(index: 5, attempt: 3, earlier: [0, 0]) != third)
+        let other = NetworkLink(shape: NetworkShape(profile), seed: 10, globalIndex: 4)
+        other.beginAttempt(); other.beginAttempt(); other.beginAttempt()
+        #expect((0..<50).map { _ in other.delay(up: false) } != Array(third.prefix(50)))
+    }
+
+    @Test("downlink backpressure on exact chunk sizes: reading pauses when 32,000 bytes are queued, resumes below 16,000, one count per pause")
+    func readPauses() {
+        var profile = EngineNetworkProfile()
+        profile.bandwidthDown = 256_000
+        let link = Self.link(profile)
+        // A second of a 256 kbit/s downlink.
+        #expect(link.shape.receiveBufferBytes == 32_000)
+        func queue(_ count: Int) -> Bool {
+            [UInt8](repeating: 0x61, count: count).withUnsafeBytes { link.down.append($0, release: 0, now: 0) }
+            return link.pauseReadingIfFull()
+        }
+        func deliver() -> Bool {
+            link.down.popFirst()
+            return link.resumeReadingIfDrained()
+        }
+        #expect(!queue(20_000))
+        #expect(!queue(11_999))        // 31,999
+        #expect(!link.resumeReadingIfDrained())
+        #expect(queue(1))              // 32,000: pause 1
+        #expect(!queue(4_000))         // 36,000, the rest of a read already under way: the same pause
+        #expect(link.readPaused)
+        #expect(!deliver())            // 16,000 left: exactly half, still paused
+        #expect(deliver())             // 4,001 left: below half, reading resumes
+        #expect(!link.readPaused)
+        #expect(!link.resumeReadingIfDrained())
+        #expect(link.counters.readPauses == 1)
+        #expect(link.down.queuedBytes == 4_001)
+        #expect(!queue(27_998))        // 31,999
+        #expect(queue(5))              // 32,004: pause 2
+        #expect(!deliver())            // 32,003
+        #expect(!deliver())            // 28,003
+        #expect(deliver())             // 5
+        #expect(link.counters.readPauses == 2)
+        #expect(link.downHighWater == 36_000)
     }
 
     @Test("a later chunk never leaves before an earlier one of the same direction")
