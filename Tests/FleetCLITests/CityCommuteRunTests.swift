@@ -14,11 +14,11 @@ struct CityCommuteRunTests {
             + #"{"type": "steady", "duration": "7s"}]"#,
     ]
 
-    @Test("passes its thresholds; offline counts add up: buffered = flushed + overflowed + still buffered at the end")
+    @Test("passes its thresholds; offline counts add up: buffered = flushed + overflowed + still buffered at the end; its tunnels and link drops show as link cuts, errors 0")
     func scaledDownRun() throws {
         let out = RunEndToEndTests.temporaryDirectory("city-commute")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let outcome = try RunEndToEndTests.run(["run", "scenarios/city-commute.json", "--out", out, "--quiet"] + Self.scaledDown)
+        let outcome = try RunEndToEndTests.run(["run", "scenarios/city-commute.json", "--out", out] + Self.scaledDown)
         #expect(outcome.status == 0, "exit \(outcome.status)\n\(outcome.output)\n\(outcome.error)")
         let report = try RunEndToEndTests.report(in: out)
         #expect(report["passed"] as? Bool == true)
@@ -40,5 +40,19 @@ struct CityCommuteRunTests {
         let qos1 = try #require(delivery["qos1"] as? [String: Any])
         #expect(qos1["lost"] as? Int == 0)
         #expect((qos1["expected"] as? Int ?? 0) > 0)
+        // Its cuts are tunnels and emulated link drops, which the scenario asks for: named link cuts on the progress
+        // lines and in the summary, not errors (the full-size run showed them as 79 "errors").
+        let reasons = try #require((report["connections"] as? [String: Any])?["disconnects_by_reason"] as? [String: Int])
+        #expect(Set(reasons.keys).isSubset(of: ["client_initiated", "tunnel", "network_drop"]), "\(reasons)")
+        let cuts = (reasons["tunnel"] ?? 0) + (reasons["network_drop"] ?? 0)
+        let lines = outcome.output.split(separator: "\n").map(String.init)
+        let progress = lines.filter { $0.hasPrefix("[") }
+        #expect(!progress.isEmpty && progress.allSatisfy { $0.contains("  errors 0") }, "\(progress)")
+        // Lines come every 5 s in a pipe: the one at 10 s follows the tunnel stage (4-7 s).
+        #expect(progress.contains { $0.contains("  errors 0  link cuts ") }, "\(progress)")
+        let drops = reasons["network_drop"].map { "network_drop \($0), " } ?? ""
+        #expect(lines.contains("                disconnects: by the client \(reasons["client_initiated"] ?? 0) "
+            + "(client_initiated \(reasons["client_initiated"] ?? 0)); link cuts \(cuts) (\(drops)tunnel \(reasons["tunnel"] ?? 0)); errors 0"),
+                "\(outcome.output)")
     }
 }
