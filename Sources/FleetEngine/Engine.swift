@@ -25,7 +25,7 @@ public final class Engine: @unchecked Sendable {
     /// subscriptions are all shared are not here, and mixed members only with their plain filters: shared
     /// subscriptions are accounted in `shareGroups`).
     let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
-    /// Per subscriber in `subscriberFilters` (by global index): the streams its plain filters match.
+    /// Per subscriber in `subscriberFilters` (by global index): the streams its plain filters match; absent when none.
     let entitledStreams: [Int: [UInt32]]
     /// The run's shared-subscription groups, by group index (order of first appearance in the configuration).
     let shareGroups: [ShareGroup]
@@ -167,7 +167,6 @@ public final class Engine: @unchecked Sendable {
             laneSizes[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane] += 1
         }
         for lane in perLane.indices { perLane[lane].reserveCapacity(laneSizes[lane]) }
-        var topics: [String] = Array(repeating: "", count: firstStream)
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
         var tracked: [Bool] = Array(repeating: true, count: firstStream)
         var filters: [(Int, [MQTTSubscription])] = []
@@ -175,6 +174,15 @@ public final class Engine: @unchecked Sendable {
         var groupIndices: [String: Int] = [:]
         var streamLocal: [Bool] = Array(repeating: false, count: firstStream)
         var sharedFilters: [Int: [(filter: String, qos: MQTTQoS, key: UInt64)]] = [:]
+        // Every broker, endpoint and source address once; clients keep slots into the list.
+        var addressList: [SocketAddress] = []
+        var addressSlots: [SocketAddress: UInt16] = [:]
+        for address in configuration.brokers + configuration.fleets.flatMap({ $0.endpoints.map(\.address) })
+            + configuration.sourceAddresses where addressSlots[address] == nil {
+            addressSlots[address] = UInt16(truncatingIfNeeded: addressList.count)
+            addressList.append(address)
+        }
+        let addressBook = ClientAddresses(addressList)
         var global = 0
         for fleet in fleets {
             let settings = fleet.configuration
@@ -204,13 +212,12 @@ public final class Engine: @unchecked Sendable {
                 var replyFilters: [MQTTSubscription] = []
                 for (streamIndex, stream) in settings.streams.enumerated() {
                     let id = fleet.firstStream + index * settings.streams.count + streamIndex
-                    let topic = stream.topic(index, clientID)
-                    topics[id] = topic
                     qos[id] = stream.qos
                     streamLocal[id] = local
                     if case .text = stream.payload { tracked[id] = false }
                     if stream.request != nil { tracked[id] = false }
                     guard local else { continue }
+                    let topic = stream.topic(index, clientID)
                     var request: RequestState?
                     if let target = stream.request {
                         let replyTopic = target.replyTopic(index, clientID)
@@ -282,11 +289,14 @@ public final class Engine: @unchecked Sendable {
                 // of clients: with `global % sources.count`, 2 sources and 2 brokers paired source 0 with broker 0
                 // only, putting half the clients on each pair's ports instead of a quarter.
                 let round = endpoint == nil ? global / brokers.count : index / endpoints.count
+                let broker = endpoint?.0 ?? brokers[global % brokers.count]
                 perLane[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane].append(SimulatedClient(
-                    fleet: fleet.index, indexInFleet: index, globalIndex: global,
-                    broker: endpoint?.0 ?? brokers[global % brokers.count], endpoint: endpoint?.1,
-                    source: sources.isEmpty ? nil : sources[round % sources.count],
-                    session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID),
+                    fleet: fleet.index, indexInFleet: index, globalIndex: global, endpoint: endpoint?.1,
+                    addressBook: addressBook,
+                    session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID,
+                                               keepsStatistics: configuration.keepsSessionStatistics),
+                    brokerSlot: addressSlots[broker]!,
+                    sourceSlot: sources.isEmpty ? ClientAddresses.none : addressSlots[sources[round % sources.count]]!,
                     subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
@@ -309,12 +319,18 @@ public final class Engine: @unchecked Sendable {
         // matching every stream (a fleet where each client subscribes to its own command topic was quadratic:
         // 8,000 vehicles took 28 s to start). Only subscribers with a wildcard filter scan every stream.
         var entitledStreams: [Int: [UInt32]] = [:]
-        var streamsByTopic: [String: [Int]] = [:]
-        for stream in topics.indices where tracked[stream] { streamsByTopic[topics[stream], default: []].append(stream) }
         func hasWildcard(_ filter: String) -> Bool { filter.contains("+") || filter.contains("#") }
         var subscribers = Set(filters.map(\.0))
         subscribers.formUnion(sharedFilters.keys)
         let plainByClient = Dictionary(filters, uniquingKeysWith: { first, _ in first })
+        // Topics are made again here, one at a time, and kept only where this segment's subscribers need them:
+        // the streams of each exact filter they hold, or every topic only when one of them has a wildcard. Keeping
+        // every stream's topic string and a topic index over the whole run (100,000 vehicles: ~18 MB in each of 7
+        // workers, freed after the start) set each worker's peak RSS, whatever its share of the fleet.
+        let exactTopics = Self.tracedTopics(
+            fleets: fleets, tracked: tracked,
+            filters: filters.flatMap { $0.1.map(\.filter) } + sharedFilters.values.flatMap { $0.map(\.filter) },
+            hasWildcard: hasWildcard)
         for global in subscribers.sorted() {
             let (lane, position) = Self.location(global, segments: configuration.segmentCount, lanes: laneCount)
             let settings = perLane[lane][position].session.settings
@@ -327,11 +343,18 @@ public final class Engine: @unchecked Sendable {
             var keys: [UInt64] = []
             var plainStreams: [UInt32] = []
             let exactFilters = plain.map(\.filter) + shared.map(\.filter)
-            let candidates: [Int] = exactFilters.contains(where: hasWildcard)
-                ? Array(topics.indices)
-                : Set(exactFilters.flatMap { streamsByTopic[$0] ?? [] }).sorted()
-            for stream in candidates where tracked[stream] {
-                let topic = topics[stream]
+            let candidates: [(stream: Int, topic: String)]
+            if let all = exactTopics.all, exactFilters.contains(where: hasWildcard) {
+                candidates = all.indices.map { ($0, all[$0]) }
+            } else {
+                var seen = Set<Int>()
+                var found: [(stream: Int, topic: String)] = []
+                for filter in exactFilters {
+                    for stream in exactTopics.byFilter[filter] ?? [] where seen.insert(stream).inserted { found.append((stream, filter)) }
+                }
+                candidates = found.sorted { $0.stream < $1.stream }
+            }
+            for (stream, topic) in candidates where tracked[stream] {
                 var granted = plain.filter { MQTTTopic.matches(filter: $0.filter, topic: topic) }.map(\.options.qos.rawValue).max()
                 var key = ownKey
                 if granted != nil {
@@ -346,7 +369,8 @@ public final class Engine: @unchecked Sendable {
                 keys.append(key)
             }
             perLane[lane][position].setEntitledStreams(streams, persistent: persistent, keys: keys)
-            if plainByClient[global] != nil { entitledStreams[global] = plainStreams }
+            // Only subscribers owed something are kept (a vehicle on its own command topic is owed nothing).
+            if plainByClient[global] != nil, !plainStreams.isEmpty { entitledStreams[global] = plainStreams }
         }
         self.entitledStreams = entitledStreams
         self.streamQoS = qos
@@ -367,6 +391,35 @@ public final class Engine: @unchecked Sendable {
             lane.streamTracked = tracked
             lane.progress = progress
         }
+    }
+
+    /// The tracked streams each exact filter of `filters` names (its topic), made by rendering every stream's
+    /// topic once and keeping only those; with a wildcard among `filters`, every stream's topic instead (`all`,
+    /// indexed by global stream id; empty strings for untracked streams).
+    static func tracedTopics(fleets: [FleetRuntime], tracked: [Bool], filters: some Sequence<String>,
+                             hasWildcard: (String) -> Bool) -> (byFilter: [String: [Int]], all: [String]?) {
+        var byFilter: [String: [Int]] = [:]
+        var wildcard = false
+        for filter in filters {
+            if hasWildcard(filter) { wildcard = true } else { byFilter[filter] = [] }
+        }
+        guard wildcard || !byFilter.isEmpty else { return ([:], nil) }
+        var all: [String]? = wildcard ? Array(repeating: "", count: tracked.count) : nil
+        for fleet in fleets {
+            let settings = fleet.configuration
+            guard !settings.streams.isEmpty else { continue }
+            for index in 0..<settings.count {
+                let base = fleet.firstStream + index * settings.streams.count
+                guard (base..<base + settings.streams.count).contains(where: { tracked[$0] }) else { continue }
+                let clientID = settings.clientID(index)
+                for (streamIndex, stream) in settings.streams.enumerated() where tracked[base + streamIndex] {
+                    let topic = stream.topic(index, clientID)
+                    if all != nil { all![base + streamIndex] = topic }
+                    if byFilter[topic] != nil { byFilter[topic]!.append(base + streamIndex) }
+                }
+            }
+        }
+        return (byFilter, all)
     }
 
     /// Connects everything, publishes for `duration` ns, drains and disconnects; blocks the calling thread

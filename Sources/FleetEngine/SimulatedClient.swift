@@ -71,17 +71,26 @@ enum ClientPhase: UInt8 {
 enum StreamPayload {
     case binary(size: Int)
     case text([UInt8])
-    /// The template and the client id's bytes for `{client_id}`.
-    case template(PayloadTemplate, clientID: [UInt8])
+    /// The template and the client id's bytes for `{client_id}`. Indirect: the template is several words, which
+    /// every client's streams carried inline, templated or not.
+    indirect case template(PayloadTemplate, clientID: [UInt8])
 }
 
-/// Where a request stream's messages go, and the 5.0 properties every request of the stream carries.
-struct RequestState {
+/// Where a request stream's messages go, and the 5.0 properties every request of the stream carries. A class:
+/// 8 bytes in each stream instead of its fields inline in streams that make no requests.
+final class RequestState {
     let targetFleet: Int
     let targetCount: Int
     let random: Bool
     /// Response Topic and Correlation Data (the stream id), encoded once; empty before 5.0.
     let properties: MQTTEncodedProperties
+
+    init(targetFleet: Int, targetCount: Int, random: Bool, properties: MQTTEncodedProperties) {
+        self.targetFleet = targetFleet
+        self.targetCount = targetCount
+        self.random = random
+        self.properties = properties
+    }
 }
 
 /// One publishing stream of one client.
@@ -106,10 +115,10 @@ struct SimulatedClient {
     let indexInFleet: Int
     /// Index across every fleet of the run (used to key delivery accounting per subscriber).
     let globalIndex: Int
-    let broker: SocketAddress
     /// TLS/WebSocket layers of the client's endpoint; nil for plain TCP.
     let endpoint: TransportEndpoint?
-    let source: SocketAddress?
+    /// The run's addresses; the client keeps its broker's and its source's slots (`brokerSlot`, `sourceSlot`).
+    let addressBook: ClientAddresses
     var session: MQTTClientSession
     /// Emulated network conditions (`Lane+Network`); nil for clients without a profile.
     var network: NetworkLink? = nil
@@ -146,6 +155,12 @@ struct SimulatedClient {
     var lowWatermarkRearmIn: UInt32 = 0
     /// Rounds without a stall still needed after a re-arm before the back-off resets (0: not on probation).
     var lowWatermarkProbation: UInt8 = 0
+    /// Slots in `addressBook` of the broker address and of the source address (`ClientAddresses.none`: the
+    /// kernel picks): 4 bytes instead of two socket addresses (29 and 30 bytes) inline in every client.
+    let brokerSlot: UInt16
+    let sourceSlot: UInt16
+    var broker: SocketAddress { addressBook.addresses[Int(brokerSlot)] }
+    var source: SocketAddress? { sourceSlot == ClientAddresses.none ? nil : addressBook.addresses[Int(sourceSlot)] }
     /// When the client last became able to send again: connected, its window reopened or its socket drained.
     /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
     var sendableSince: UInt64 = 0
@@ -169,7 +184,7 @@ struct SimulatedClient {
     var random: SeededRandom
     /// The client's vehicle (fleets with a vehicle model), made at its first sample (`Lane+Vehicle`), and the
     /// lane time its run time counts from: when it first started publishing.
-    var vehicle: Vehicle? = nil
+    var vehicle: VehicleBox? = nil
     var vehicleOrigin: UInt64 = 0
     /// Offline store-and-forward per stream (`Lane+Offline`): due messages still to send from the buffer after a
     /// reconnect, and slots to skip once those are out (`drop_newest`).
@@ -196,6 +211,18 @@ struct SimulatedClient {
         windowStart = Array(repeating: 0, count: streams.count)
         windowCut = windowStart
         windowOpen = Array(repeating: false, count: streams.count)
+    }
+}
+
+/// The broker and source addresses of a run, each once; clients keep their slots (`SimulatedClient.brokerSlot`).
+final class ClientAddresses: Sendable {
+    /// The source slot of a client bound to no source address.
+    static let none = UInt16.max
+    let addresses: [SocketAddress]
+
+    init(_ addresses: [SocketAddress]) {
+        precondition(addresses.count < Int(Self.none), "more distinct addresses than a slot can name")
+        self.addresses = addresses
     }
 }
 

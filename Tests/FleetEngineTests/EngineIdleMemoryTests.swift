@@ -58,4 +58,50 @@ struct EngineIdleMemoryTests {
         // Blocks went round: at most one per client was ever needed at once, and the pool keeps them for reuse.
         #expect((1...clients).contains(seen.pooled))
     }
+
+    @Test("a client's vehicle is kept apart from it: 8 bytes in every client, nothing allocated until its first sample")
+    func vehicleIsBoxed() {
+        #expect(MemoryLayout<VehicleBox?>.size == 8)
+        #expect(MemoryLayout<SimulatedClient>.size == 497)
+    }
+
+    static func topicFleets() throws -> [FleetRuntime] {
+        let session = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 60)
+        let telemetry = EngineStream(topic: { _, id in "v/\(id)/t" }, qos: .atLeastOnce, plan: .interval(period: 1_000_000_000))
+        let status = EngineStream(topic: { index, _ in "s/\(index)" }, qos: .atMostOnce, plan: .interval(period: 1_000_000_000))
+        let cars = EngineFleet(name: "cars", count: 3, clientID: { "veh-\($0)" }, session: session,
+                               subscriptions: { _, _ in [] }, streams: [telemetry, status])
+        let bikes = EngineFleet(name: "bikes", count: 2, clientID: { "b-\($0)" }, session: session,
+                                subscriptions: { _, _ in [] }, streams: [telemetry])
+        return [try FleetRuntime(index: 0, configuration: cars, firstStream: 0),
+                try FleetRuntime(index: 1, configuration: bikes, firstStream: 6)]
+    }
+
+    @Test("exact filters: only the streams they name are kept, found by rendering every topic once")
+    func exactFilterTopics() throws {
+        let fleets = try Self.topicFleets()
+        // Streams: cars 0..<6 (client k: 2k telemetry, 2k+1 status), bikes 6, 7. Stream 3 (s/1) is untracked.
+        var tracked = Array(repeating: true, count: 8)
+        tracked[3] = false
+        let found = Engine.tracedTopics(fleets: fleets, tracked: tracked,
+                                        filters: ["v/veh-1/t", "v/b-1/t", "s/1", "s/2", "nothing/here", "v/veh-1/t"],
+                                        hasWildcard: { $0.contains("+") || $0.contains("#") })
+        #expect(found.byFilter == ["v/veh-1/t": [2], "v/b-1/t": [7], "s/1": [], "s/2": [5], "nothing/here": []])
+        #expect(found.all == nil)
+    }
+
+    @Test("a wildcard among the filters keeps every tracked stream's topic, empty for the untracked")
+    func wildcardKeepsAllTopics() throws {
+        let fleets = try Self.topicFleets()
+        var tracked = Array(repeating: true, count: 8)
+        tracked[3] = false
+        let found = Engine.tracedTopics(fleets: fleets, tracked: tracked, filters: ["v/+/t", "s/0"],
+                                        hasWildcard: { $0.contains("+") || $0.contains("#") })
+        #expect(found.all == ["v/veh-0/t", "s/0", "v/veh-1/t", "", "v/veh-2/t", "s/2", "v/b-0/t", "v/b-1/t"])
+        #expect(found.byFilter == ["s/0": [1]])
+        let none = Engine.tracedTopics(fleets: fleets, tracked: tracked, filters: [String](),
+                                       hasWildcard: { $0.contains("+") })
+        #expect(none.byFilter.isEmpty)
+        #expect(none.all == nil)
+    }
 }

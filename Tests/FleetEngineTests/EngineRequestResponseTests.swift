@@ -113,9 +113,10 @@ struct EngineRequestResponseTests {
         var fleets = Self.fleets(version: .v5, selection: .roundRobin)
         fleets[1].count = 1
         fleets[1].streams[0].messageLimit = 21
-        let configuration = EngineConfiguration(
+        var configuration = EngineConfiguration(
             fleets: fleets, brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
             readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000)
+        configuration.keepsSessionStatistics = true
         let engine = try Engine(configuration: configuration)
         let result = engine.run(duration: 1_500_000_000)
         #expect(result.fleets["backend"]?.counters.responsesReceived == 21)

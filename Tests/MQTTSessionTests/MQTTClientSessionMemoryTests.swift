@@ -57,4 +57,29 @@ struct MQTTClientSessionMemoryTests {
         #expect(try MQTTTopicName("é/ü") == MQTTTopicName("é/ü"))
         #expect(try MQTTTopicName("é/ü").name == "é/ü")
     }
+
+    @Test("a session that keeps no statistics holds no storage for them and counts nothing; one that keeps them counts")
+    func statisticsOnlyWhenKept() {
+        var quiet = Harness(MQTTSessionSettings(version: .v3_1_1), keepsStatistics: false)
+        var counting = Harness(MQTTSessionSettings(version: .v3_1_1))
+        for index in 0..<2 {
+            var harness = index == 0 ? quiet : counting
+            harness.connected(connAck: connAckV3)
+            #expect(harness.publish("t", [7], qos: .atLeastOnce, at: 1) == .sent(packetID: 1))
+            harness.feed([0x40, 0x02, 0x00, 0x01], at: 2)  // PUBACK 1
+            if index == 0 { quiet = harness } else { counting = harness }
+        }
+        #expect(quiet.session.statisticsStorage.capacity == 0)
+        #expect(quiet.session.statistics.published(.atLeastOnce) == 0)
+        #expect(quiet.session.statistics.acknowledgedQoS1 == 0)
+        #expect(counting.session.statisticsStorage.count == 1)
+        #expect(counting.session.statistics.published(.atLeastOnce) == 1)
+        #expect(counting.session.statistics.acknowledgedQoS1 == 1)
+    }
+
+    @Test("the session's size inline: what every idle vehicle carries before any storage")
+    func sessionSize() {
+        #expect(MemoryLayout<MQTTClientSession>.size == 192)
+        #expect(MemoryLayout<MQTTSessionStatistics>.size == 88)
+    }
 }

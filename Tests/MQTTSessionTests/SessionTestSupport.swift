@@ -34,8 +34,8 @@ struct Harness {
     var output = MQTTByteBuffer(capacity: 64)
     var recorder = EventRecorder()
 
-    init(_ settings: MQTTSessionSettings, clientID: String = "c1") {
-        session = MQTTClientSession(settings: settings, clientID: clientID)
+    init(_ settings: MQTTSessionSettings, clientID: String = "c1", keepsStatistics: Bool = true) {
+        session = MQTTClientSession(settings: settings, clientID: clientID, keepsStatistics: keepsStatistics)
         decoder = MQTTDecoder(version: settings.version, initialCapacity: 64)
     }
 
