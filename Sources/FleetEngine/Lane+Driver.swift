@@ -47,15 +47,27 @@ extension Lane {
         return arrived >= needed  // (high, low) tuples compare as 128-bit numbers
     }
 
-    /// At the end of a driver's turn: how long after the turn's start the driver waits before it looks for more
-    /// (nil: at once), the turn's messages noted in the lane's `receiveRate`. Counted in
-    /// `LaneMetrics.coalescingPauses`.
-    func pauseAfterTurn() -> UInt64? {
+    /// At the end of a driver's turn: until when (monotonic ns) the driver waits before it looks for more (0: it
+    /// looks at once), the turn's messages noted in the lane's `receiveRate`. A heavy stream's pause runs its whole
+    /// length from the turn's start; a steady stream's ends at the lane's next timer at the latest (`armedDeadline`:
+    /// publishers on the lane keep their schedule). Counted in `LaneMetrics.coalescingPauses`.
+    func pauseUntilAfterTurn() -> UInt64 {
         receiveRate.note(messages: messagesThisTurn, turnStart: turnStartedAt)
-        let pause = Self.pause(heavy: isReceivingHeavily(), steady: receiveRate.steady, messages: messagesThisTurn,
-                               coalescing: configuration.receiveCoalescing, batching: configuration.receiveBatching)
-        if pause != nil { metrics.coalescingPauses &+= 1 }
-        return pause
+        let heavy = isReceivingHeavily()
+        guard let pause = Self.pause(heavy: heavy, steady: receiveRate.steady, messages: messagesThisTurn,
+                                     coalescing: configuration.receiveCoalescing,
+                                     batching: configuration.receiveBatching) else { return 0 }
+        let until = heavy ? turnStartedAt &+ pause
+            : Self.batchingEnd(turnStart: turnStartedAt, batching: pause, nextTimer: armedDeadline, now: MonotonicClock.now())
+        if until != 0 { metrics.coalescingPauses &+= 1 }
+        return until
+    }
+
+    /// A steady stream's pause: `batching` from the turn's start, cut at the next timer; 0 (none) when that
+    /// leaves nothing to wait from `now`.
+    static func batchingEnd(turnStart: UInt64, batching: UInt64, nextTimer: UInt64, now: UInt64) -> UInt64 {
+        let end = min(turnStart &+ batching, nextTimer)
+        return end > now ? end : 0
     }
 
     /// `coalescing` (`EngineConfiguration.receiveCoalescing`) while the lane receives heavily; `batching`
@@ -114,7 +126,7 @@ extension Lane {
                     let fresh = driver.turns.load(ordering: .relaxed) == turnsBefore
                     self.turn(prefetched: fresh ? ready : nil)
                     // From the turn's start: `now` moved on with every read of the turn.
-                    return self.pauseAfterTurn().map { self.turnStartedAt &+ $0 } ?? 0
+                    return self.pauseUntilAfterTurn()
                 }
             }
         }

@@ -214,7 +214,7 @@ extension Lane {
             let outcome: (busy: Bool, pauseUntil: UInt64) = queue.sync {
                 self.turn(ringDriven: true)
                 let again = receiving.epollPending || receiving.ring.readyCount > 0
-                return (again, self.pauseAfterTurn().map { self.turnStartedAt &+ $0 } ?? 0)
+                return (again, self.pauseUntilAfterTurn())
             }
             busy = outcome.busy
             pauseUntil = outcome.pauseUntil

@@ -93,6 +93,19 @@ struct ReceiveBatchingTests {
         #expect(Lane.pause(heavy: heavy, steady: steady, messages: messages, coalescing: coalescing,
                            batching: batching) == expected)
     }
+
+    @Test(
+        "a steady stream's pause ends at the lane's next timer at the latest, and is none when that has come",
+        arguments: [
+            // turn start, batching, next timer, now, end
+            (UInt64(1_000_000), UInt64(500_000), UInt64.max, UInt64(1_100_000), UInt64(1_500_000)),
+            (1_000_000, 500_000, 1_300_000, 1_100_000, 1_300_000),   // a publisher due meanwhile keeps its time
+            (1_000_000, 500_000, 1_100_000, 1_100_000, 0),           // due now: no pause
+            (1_000_000, 500_000, 2_000_000, 1_600_000, 0),           // the turn itself outlasted the pause
+        ] as [(UInt64, UInt64, UInt64, UInt64, UInt64)])
+    func batchingEnd(turnStart: UInt64, batching: UInt64, nextTimer: UInt64, now: UInt64, end: UInt64) {
+        #expect(Lane.batchingEnd(turnStart: turnStart, batching: batching, nextTimer: nextTimer, now: now) == end)
+    }
 }
 
 /// A heavy stream into one subscriber against mosquitto: the lane pauses (how often depends on the machine, so
