@@ -133,6 +133,8 @@ func scaled(_ count: Int) -> Int { max(1, Int(Double(count) * scale)) }
 let benchLanes = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_LANES"] ?? "") ?? 0
 /// ENGINE_BENCH_COALESCING_US=N: `EngineConfiguration.receiveCoalescing` in µs (default: the engine's).
 let benchCoalescing = ProcessInfo.processInfo.environment["ENGINE_BENCH_COALESCING_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
+/// ENGINE_BENCH_BATCHING_US=N: `EngineConfiguration.receiveBatching` in µs (default: the engine's).
+let benchBatching = ProcessInfo.processInfo.environment["ENGINE_BENCH_BATCHING_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_TICK_US=N: `EngineConfiguration.tickNanoseconds` in µs (default: the engine's).
 let benchTick = ProcessInfo.processInfo.environment["ENGINE_BENCH_TICK_US"].flatMap { UInt64($0) }.map { $0 * 1000 }
 /// ENGINE_BENCH_BATCHED_SENDS=0: one send(2) per connection instead of one io_uring submission per turn.
@@ -147,6 +149,7 @@ let benchSources = Int(ProcessInfo.processInfo.environment["ENGINE_BENCH_SOURCES
 func applyKnobs(_ configuration: inout EngineConfiguration) {
     configuration.lanes = benchLanes
     if let benchCoalescing { configuration.receiveCoalescing = benchCoalescing }
+    if let benchBatching { configuration.receiveBatching = benchBatching }
     if let benchTick { configuration.tickNanoseconds = benchTick }
     if let benchBatchedSends { configuration.batchedSends = benchBatchedSends }
     if let benchReceiveBatch { configuration.receiveBatchWait = benchReceiveBatch }

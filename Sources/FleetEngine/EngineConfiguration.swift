@@ -262,6 +262,13 @@ public struct EngineConfiguration: Sendable {
     /// schedule lag). Reports state it (`generator.receive_coalescing_us`). Lighter traffic is read at once.
     /// `.thread` driver only.
     public var receiveCoalescing: UInt64 = 1_000_000
+    /// While a lane receives a steady stream of 4,000 messages a second or more (measured over 10 ms) that is not
+    /// heavy enough for `receiveCoalescing` (each message then tends to wake its own turn: a fleet of vehicles each
+    /// getting a command now and then), it waits until this long after a turn that received began before it looks
+    /// for more, so one wakeup reads what arrived meanwhile (0: never waits). The wait ends at the lane's next
+    /// timer at the latest, so publishers on the lane keep their schedule. Capped at `receiveCoalescing` (0 there
+    /// turns this off too), which stays the bound on how late a receive time may be. `.thread` driver only.
+    public var receiveBatching: UInt64 = 500_000
     /// How a connection whose acks batching fell back (`Lane.probeLowWatermark`) tries it again.
     public var ackBatchingRetry = AckBatchingRetry()
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the

@@ -47,6 +47,41 @@ extension Lane {
         return arrived >= needed  // (high, low) tuples compare as 128-bit numbers
     }
 
+    /// At the end of a driver's turn: until when (monotonic ns) the driver waits before it looks for more (0: it
+    /// looks at once), the turn's messages noted in the lane's `receiveRate`. A heavy stream's pause runs its whole
+    /// length from the turn's start; a steady stream's ends at the lane's next timer at the latest (`armedDeadline`:
+    /// publishers on the lane keep their schedule). Counted in `LaneMetrics.coalescingPauses`.
+    func pauseUntilAfterTurn() -> UInt64 {
+        receiveRate.note(messages: messagesThisTurn, turnStart: turnStartedAt)
+        let heavy = isReceivingHeavily()
+        guard let pause = Self.pause(heavy: heavy, steady: receiveRate.steady, messages: messagesThisTurn,
+                                     coalescing: configuration.receiveCoalescing,
+                                     batching: configuration.receiveBatching) else { return 0 }
+        let until = heavy ? turnStartedAt &+ pause
+            : Self.batchingEnd(turnStart: turnStartedAt, batching: pause, nextTimer: armedDeadline, now: MonotonicClock.now())
+        if until != 0 { metrics.coalescingPauses &+= 1 }
+        return until
+    }
+
+    /// A steady stream's pause: `batching` from the turn's start, cut at the next timer; 0 (none) when that
+    /// leaves nothing to wait from `now`.
+    static func batchingEnd(turnStart: UInt64, batching: UInt64, nextTimer: UInt64, now: UInt64) -> UInt64 {
+        let end = min(turnStart &+ batching, nextTimer)
+        return end > now ? end : 0
+    }
+
+    /// `coalescing` (`EngineConfiguration.receiveCoalescing`) while the lane receives heavily; `batching`
+    /// (`receiveBatching`, never longer than `coalescing`, which stays the bound a report states) after a turn
+    /// that received while the lane receives steadily; else nil. 0 in either turns that pause off, and 0
+    /// `coalescing` both.
+    static func pause(heavy: Bool, steady: Bool, messages: Int, coalescing: UInt64, batching: UInt64) -> UInt64? {
+        guard coalescing > 0 else { return nil }
+        if heavy { return coalescing }
+        let batching = min(batching, coalescing)
+        guard batching > 0, messages > 0, steady else { return nil }
+        return batching
+    }
+
     /// Starts the driver thread: wait until the epoll set is ready, run a turn, again, until stopped.
     func startThreadDriver() throws {
         let driver = try LaneThread()
@@ -74,7 +109,6 @@ extension Lane {
         }
         // The wait's events go to the turn (level-triggered: a turn that cannot use them fetches its own).
         let ready = EpollReadyList(capacity: epoll.capacity)
-        let coalescing = configuration.receiveCoalescing
         var pauseUntil: UInt64 = 0
         while !driver.shutdown.load(ordering: .acquiring) {
             if pauseUntil != 0 {
@@ -88,15 +122,12 @@ extension Lane {
             do { count = try epoll.wait(timeoutMilliseconds: -1, into: ready) } catch { break }
             if driver.shutdown.load(ordering: .acquiring) { break }
             if count > 0 {
-                let busyTurnStart: UInt64? = queue.sync {
+                pauseUntil = queue.sync {
                     let fresh = driver.turns.load(ordering: .relaxed) == turnsBefore
                     self.turn(prefetched: fresh ? ready : nil)
-                    guard coalescing > 0, self.isReceivingHeavily() else { return nil }
-                    self.metrics.coalescingPauses &+= 1
                     // From the turn's start: `now` moved on with every read of the turn.
-                    return self.turnStartedAt
+                    return self.pauseUntilAfterTurn()
                 }
-                if let start = busyTurnStart { pauseUntil = start &+ coalescing }
             }
         }
     }

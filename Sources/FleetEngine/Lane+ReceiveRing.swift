@@ -212,7 +212,6 @@ extension Lane {
     /// The driver's loop with a receive ring: wait in io_uring_enter (which also copies the sockets' bytes), run a
     /// turn, again. epoll is looked at only when the ring's poll of it fired or the last look found events.
     func driveWithReceiveRing(_ driver: LaneThread, _ receiving: LaneReceiveRing) {
-        let coalescing = configuration.receiveCoalescing
         let batchWait = Int(configuration.receiveBatchWait / 1000)
         var pauseUntil: UInt64 = 0
         var busy = true  // the first turn arms the poll and looks at epoll
@@ -229,15 +228,13 @@ extension Lane {
                 if let error, error.errno != EINTR { break }
             }
             if driver.shutdown.load(ordering: .acquiring) { break }
-            let outcome: (busy: Bool, pauseFrom: UInt64?) = queue.sync {
+            let outcome: (busy: Bool, pauseUntil: UInt64) = queue.sync {
                 self.turn(ringDriven: true)
                 let again = receiving.epollPending || receiving.ring.readyCount > 0
-                guard coalescing > 0, self.isReceivingHeavily() else { return (again, nil) }
-                self.metrics.coalescingPauses &+= 1
-                return (again, self.turnStartedAt)
+                return (again, self.pauseUntilAfterTurn())
             }
             busy = outcome.busy
-            if let start = outcome.pauseFrom { pauseUntil = start &+ coalescing }
+            pauseUntil = outcome.pauseUntil
         }
     }
 

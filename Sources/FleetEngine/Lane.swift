@@ -84,6 +84,8 @@ final class Lane: @unchecked Sendable {
     var sinceLastTurn: UInt64 = 0
     /// When the current turn began (`now` moves on within a turn: it is read again after every socket read).
     var turnStartedAt: UInt64 = 0
+    /// Whether the lane receives a steady stream (`pauseUntilAfterTurn`, `EngineConfiguration.receiveBatching`).
+    var receiveRate = ReceiveRateWindow()
 
     /// Run phase, set by the engine through `queue.async`.
     var publishing = false
