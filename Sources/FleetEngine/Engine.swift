@@ -33,6 +33,15 @@ public final class Engine: @unchecked Sendable {
     let gauges: ConnectedGauges
     /// Every stream's published count, shared by the lanes: the one count of what each stream sent.
     let progress: StreamProgress
+
+    /// Messages every stream has handed to a connection so far (QoS 0 written, QoS 1/2 sent at least once), read
+    /// from any thread while the engine runs: what a caller waits for to act at a point of the run given in
+    /// messages rather than in time (a fault after N publishes lands at the same place on a loaded machine).
+    public var publishedSoFar: UInt64 {
+        var total: UInt64 = 0
+        for stream in 0..<progress.count { total &+= progress.published(stream) }
+        return total
+    }
     private let readyGroup = DispatchGroup()
     /// Merges the lanes' snapshots; `onSnapshot` is called on it.
     let mergeQueue = DispatchQueue(label: "fleetbench.engine.merge")

@@ -302,14 +302,38 @@ public enum ReportHTML {
             ("reconnects", MetricFormat.grouped(summary.reconnects)),
             ("peak connected", MetricFormat.grouped(summary.peakConnected)),
         ])
+        // Counts that are zero in a healthy run: any other value is highlighted.
+        html += keyValueTable("Connection trouble", [
+            ("never connected", MetricFormat.grouped(summary.neverConnected)),
+            ("connects retransmitted", MetricFormat.grouped(summary.retransmitted)),
+            ("connect window decreases", MetricFormat.grouped(summary.windowDecreases)),
+            ("churn skipped", MetricFormat.grouped(summary.churnSkipped)),
+        ], highlightNonZero: true)
         html += reasonTable("Connect failures by reason", summary.failuresByReason)
         html += reasonTable("Disconnects by reason", summary.disconnectsByReason)
+        html += reasonTable("Transport errors by reason", summary.transportErrors, keepUnderscores: true)
         var timeouts: [(String, String)] = AckKind.allCases.map { kind in
             let limit = report.ackTimeoutSeconds[kind].map { " (after " + MetricFormat.decimal($0, places: 3) + " s)" } ?? ""
             return (kind.reportName + limit, MetricFormat.grouped(report.ackTimeouts[kind]))
         }
         timeouts.append(("total", MetricFormat.grouped(report.ackTimeouts.total)))
         html += keyValueTable("Ack timeouts", timeouts, highlightNonZero: true)
+        html += keyValueTable("Granted less than asked", [
+            ("subscriptions at a lower QoS", MetricFormat.grouped(report.downgrades.subscriptionQoS)),
+            ("subscriptions refused", MetricFormat.grouped(report.downgrades.subscriptionRefused)),
+            ("QoS 2 answered with PUBACK", MetricFormat.grouped(report.downgrades.qos2AckedAsQoS1)),
+        ], highlightNonZero: true)
+        let requests = report.requests
+        if requests.sent > 0 || requests.responderAnswered > 0 || requests.responderUnanswered > 0 {
+            html += keyValueTable("Requests and responses", [
+                ("requests sent", MetricFormat.grouped(requests.sent)),
+                ("answered", MetricFormat.grouped(requests.answered)),
+                ("timed out", MetricFormat.grouped(requests.timedOut)),
+                ("answered after the timeout", MetricFormat.grouped(requests.late)),
+                ("responder answered", MetricFormat.grouped(requests.responderAnswered)),
+                ("responder left unanswered", MetricFormat.grouped(requests.responderUnanswered)),
+            ])
+        }
         return html + "</div>\n</section>\n"
     }
 
@@ -432,7 +456,13 @@ public enum ReportHTML {
             ("slots unsent at end", MetricFormat.grouped(health.unsentAtEnd)),
             ("abandoned publishes", MetricFormat.grouped(health.abandonedPublishes)),
             ("foreign messages", MetricFormat.grouped(health.foreignMessages)),
+            ("ack batching fallbacks (SO_RCVLOWAT)", MetricFormat.grouped(health.lowWatermarkFallbacks)),
         ], highlightNonZero: true)
+        if health.lowWatermarkFallbacks > 0 || health.lowWatermarkRearms > 0 {
+            html += "<p class=\"muted\">A fallback means a broker held its acks below the raised low watermark (Nagle's "
+                + "algorithm on): that connection was read at every byte until the batching was re-armed ("
+                + MetricFormat.grouped(health.lowWatermarkRearms) + " re-arms).</p>\n"
+        }
         return html + "</div>\n</section>\n"
     }
 
@@ -529,11 +559,14 @@ public enum ReportHTML {
         return html + "</tbody></table>\n"
     }
 
-    static func reasonTable(_ caption: String, _ counts: [ReasonCount]) -> String {
+    /// `keepUnderscores`: the reasons are texts as the system gave them (transport errors), not report.json keys.
+    static func reasonTable(_ caption: String, _ counts: [ReasonCount], keepUnderscores: Bool = false) -> String {
         guard !counts.isEmpty else {
             return "<table class=\"kv\"><caption>\(HTML.escape(caption))</caption>\n<tbody><tr><td class=\"muted\">none</td></tr></tbody></table>\n"
         }
-        return keyValueTable(caption, counts.map { ($0.reason.replacingOccurrences(of: "_", with: " "), MetricFormat.grouped($0.count)) })
+        return keyValueTable(caption, counts.map {
+            (keepUnderscores ? $0.reason : $0.reason.replacingOccurrences(of: "_", with: " "), MetricFormat.grouped($0.count))
+        })
     }
 
     static func ms(_ microseconds: UInt64) -> String {

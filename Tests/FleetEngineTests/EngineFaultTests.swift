@@ -29,6 +29,19 @@ struct EngineFaultTests {
     }
 
     /// Runs the engine for `duration` ns and applies `fault` from another thread once everyone is ready.
+    /// Runs `engine` and applies `fault` once every client is ready and the streams together have published at
+    /// least `afterPublished` messages (`Engine.publishedSoFar`, polled every millisecond for at most 10 s): the
+    /// fault lands at the same point of the run however loaded the machine is, where a sleep would not.
+    static func run(
+        _ engine: Engine, duration: UInt64, afterPublished: UInt64, fault: @escaping @Sendable (Engine) -> Void
+    ) -> EngineResult {
+        run(engine, duration: duration) { engine in
+            let deadline = MonotonicClock.now() + 10_000_000_000
+            while engine.publishedSoFar < afterPublished && MonotonicClock.now() < deadline { usleep(1_000) }
+            fault(engine)
+        }
+    }
+
     static func run(_ engine: Engine, duration: UInt64, fault: @escaping @Sendable (Engine) -> Void) -> EngineResult {
         let faulted = DispatchGroup()
         faulted.enter()

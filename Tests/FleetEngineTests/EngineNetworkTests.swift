@@ -266,8 +266,8 @@ struct EngineNetworkTests {
             readyTimeout: 10_000_000_000, drainTimeout: 3_000_000_000)
         let engine = try Engine(configuration: configuration)
         let cut = SharedCount()
-        let result = EngineFaultTests.run(engine, duration: 2_000_000_000) { engine in
-            usleep(300_000)
+        // The cut comes after 24 messages (0.3 s of 8 cars at 10/s each).
+        let result = EngineFaultTests.run(engine, duration: 2_000_000_000, afterPublished: 24) { engine in
             cut.set((try? engine.tunnel(fleet: "cars", fraction: 1, outage: 300_000_000...300_000_000)) ?? -1)
         }
         #expect(cut.value == 8)

@@ -44,9 +44,8 @@ struct EngineOfflineBufferTests {
         defer { broker.stop() }
         let engine = try Engine(configuration: try Self.configuration(port: broker.port, overflow: overflow))
         let cut = SharedCount()
-        let result = EngineFaultTests.run(engine, duration: 4_500_000_000) { engine in
-            // Half a second into publishing, every car loses its link for exactly one second.
-            usleep(500_000)
+        // Once the cars published 10 messages each (half a second at 20/s), every car loses its link for exactly one second.
+        let result = EngineFaultTests.run(engine, duration: 4_500_000_000, afterPublished: UInt64(Self.cars * 10)) { engine in
             cut.set((try? engine.tunnel(fleet: "cars", fraction: 1, outage: 1_000_000_000...1_000_000_000)) ?? -1)
         }
         #expect(cut.value == Self.cars)

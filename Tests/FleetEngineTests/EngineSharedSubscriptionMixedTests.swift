@@ -146,7 +146,7 @@ struct EngineSharedSubscriptionMixedTests {
     func workerCutMidStream(version: MQTTProtocolVersion) throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        // Commands: 100 per worker at 50/s, so they run about 2 s; the cut comes about 0.2 s in and the cut
+        // Commands: 100 per worker at 50/s, so they run about 2 s; the cut comes once 200 messages were published (about 0.2 s in) and the cut
         // worker (reconnect policy `.none`) stays down, missing the rest of its commands. The long command window
         // leaves room for a fault thread that starts late on a loaded machine (at 100/s over 1 s, one loaded
         // parallel run failed as a cut after the last command would). The group's loss depends on what the broker had in flight to the cut
@@ -157,8 +157,7 @@ struct EngineSharedSubscriptionMixedTests {
                                       EngineSharedSubscriptionTests.publishers(version: version, rate: 500),
                                       Self.commanders(version: version, count: commands, rate: 50)],
                                      port: broker.port, lanes: 2)
-        let result = EngineFaultTests.run(engine, duration: 2_500_000_000) { engine in
-            usleep(200_000)
+        let result = EngineFaultTests.run(engine, duration: 2_500_000_000, afterPublished: 200) { engine in
             cut.set((try? engine.tunnel(fleet: "workers", fraction: 1.0 / 3.0, outage: 0...0)) ?? -1)
         }
         let group = Self.groupMessages

@@ -38,11 +38,11 @@ struct EngineSharedSubscriptionTests {
             readyTimeout: 5_000_000_000, drainTimeout: 3_000_000_000))
     }
 
-    static func run(_ fleets: [EngineFleet], port: UInt16, duration: UInt64 = 1_000_000_000,
+    static func run(_ fleets: [EngineFleet], port: UInt16, duration: UInt64 = 1_000_000_000, afterPublished: UInt64 = 0,
                     fault: (@Sendable (Engine) -> Void)? = nil) throws -> EngineResult {
         let engine = try engine(fleets, port: port)
         guard let fault else { return engine.run(duration: duration) }
-        return EngineFaultTests.run(engine, duration: duration, fault: fault)
+        return EngineFaultTests.run(engine, duration: duration, afterPublished: afterPublished, fault: fault)
     }
 
     @Test("3 members of one group receive 2 x 300 QoS 1 messages exactly once between them",
@@ -134,15 +134,15 @@ struct EngineSharedSubscriptionTests {
         defer { broker.stop() }
         let plain = Self.plainSubscriber(version: version)
         let cut = SharedCount()
-        // 300 messages at 500/s per publisher: publishing lasts 0.6 s, the cut comes about 0.2 s in. The cut
+        // 300 messages at 500/s per publisher: publishing lasts 0.6 s, the cut comes after 200 of the 600 (about
+        // 0.2 s in). The cut
         // member's reconnect policy is `.none`, so it stays down and the other two carry the rest. Whether the
         // broker loses the cut member's in-flight messages depends on timing (on loopback mosquitto noticed the
         // RST first and lost none in every run so far), so the test asserts the identity, not a number: the
         // group's loss is exactly what no member received, counted apart from the tracker.
         let result = try Self.run([Self.members("workers", count: 3, group: "g", version: version), plain,
                                    Self.publishers(version: version, rate: 500)],
-                                  port: broker.port, duration: 1_200_000_000) { engine in
-            usleep(200_000)
+                                  port: broker.port, duration: 1_200_000_000, afterPublished: 200) { engine in
             cut.set((try? engine.tunnel(fleet: "workers", fraction: 1.0 / 3.0, outage: 0...0)) ?? -1)
         }
         let total = 2 * Self.messagesPerPublisher
@@ -182,16 +182,13 @@ struct EngineSharedSubscriptionEntitlementTests {
         return [members, publishers]
     }
 
-    /// Runs 3.3 s and cuts `fraction` of the workers (the group's members) for 0.4 s, 0.5 s into publishing.
+    /// Runs 3.3 s and cuts `fraction` of the workers (the group's members) for 0.4 s once the publishers sent 100
+    /// of their 600 messages (0.5 s into publishing at 2 x 100/s on time; the same message on a loaded machine).
     static func runWithWorkersCut(fraction: Double, fleets: [EngineFleet], port: UInt16) throws -> EngineResult {
         let engine = try EngineSharedSubscriptionTests.engine(fleets, port: port)
-        engine.onPublishStart = {
-            TestThread.start {
-                usleep(500_000)
-                _ = try? engine.tunnel(fleet: "workers", fraction: fraction, outage: 400_000_000...400_000_000)
-            }
+        return EngineFaultTests.run(engine, duration: 3_300_000_000, afterPublished: 100) { engine in
+            _ = try? engine.tunnel(fleet: "workers", fraction: fraction, outage: 400_000_000...400_000_000)
         }
-        return engine.run(duration: 3_300_000_000)
     }
 
     @Test("every member offline for 0.4 s (clean sessions): the gap is missed while offline, not lost")

@@ -187,6 +187,46 @@ struct ReportHTMLTests {
         #expect(html.contains("<div><dt>Requests timed out</dt><dd>10</dd></div>"))
     }
 
+    @Test("every count of report.json's connections, downgrades, requests and ack batching is on the page, non-zero ones highlighted")
+    func troubleCounts() {
+        var report = SampleReports.make()
+        let quiet = ReportHTML.render(report)
+        #expect(quiet.contains("<th>never connected</th><td class=\"num\">0</td>"))
+        #expect(quiet.contains("<th>QoS 2 answered with PUBACK</th><td class=\"num\">0</td>"))
+        #expect(quiet.contains("<caption>Transport errors by reason</caption>\n<tbody><tr><td class=\"muted\">none</td>"))
+        #expect(!quiet.contains("Requests and responses"))
+        #expect(!quiet.contains("re-arms"))
+        report.connections.neverConnected = 3
+        report.connections.retransmitted = 17
+        report.connections.windowDecreases = 2
+        report.connections.churnSkipped = 1_250
+        report.connections.transportErrors = [ReasonCount("SSL_connect: wrong version number", 4)]
+        report.downgrades = DowngradeSummary(subscriptionQoS: 5, subscriptionRefused: 6, qos2AckedAsQoS1: 1_900)
+        report.requests = RequestSummary(sent: 1_200, answered: 1_190, timedOut: 10)
+        report.requests.late = 7
+        report.requests.responderAnswered = 1_195
+        report.requests.responderUnanswered = 5
+        report.generator.lowWatermarkFallbacks = 70
+        report.generator.lowWatermarkRearms = 60
+        let html = ReportHTML.render(report)
+        for (key, value) in [
+            ("never connected", "3"), ("connects retransmitted", "17"), ("connect window decreases", "2"),
+            ("churn skipped", "1,250"), ("subscriptions at a lower QoS", "5"), ("subscriptions refused", "6"),
+            ("QoS 2 answered with PUBACK", "1,900"), ("ack batching fallbacks (SO_RCVLOWAT)", "70"),
+        ] {
+            #expect(html.contains("<th>\(key)</th><td class=\"num bad\">\(value)</td>"), "\(key)")
+        }
+        #expect(html.contains("<caption>Transport errors by reason</caption>\n<tbody>\n"
+            + "<tr><th>SSL_connect: wrong version number</th><td class=\"num\">4</td></tr>"))
+        for (key, value) in [
+            ("requests sent", "1,200"), ("answered", "1,190"), ("timed out", "10"), ("answered after the timeout", "7"),
+            ("responder answered", "1,195"), ("responder left unanswered", "5"),
+        ] {
+            #expect(html.contains("<th>\(key)</th><td class=\"num\">\(value)</td>"), "\(key)")
+        }
+        #expect(html.contains("until the batching was re-armed (60 re-arms)."))
+    }
+
     @Test("the write path in words, with the kernel's reason when io_uring was unavailable",
           arguments: [
               ("io_uring", nil, "io_uring, one submission per lane turn"),
