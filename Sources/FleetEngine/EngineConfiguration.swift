@@ -336,14 +336,30 @@ public struct EngineConfiguration: Sendable {
 /// probation and the next fallback waits `first` again. Counted in refills, not time, so a retry costs the
 /// same share of a connection's acks whatever the rate. Against a broker that really holds acks back (Nagle's
 /// algorithm on), each retry costs one stalled round (5-10 ms of probes) per `limit` refills at most.
+///
+/// Which stalls count: after a probe read the connection acknowledges at once (TCP_QUICKACK) and looks at its
+/// receive queue again (FIONREAD). A broker with Nagle's algorithm on sends the acks it held as soon as that
+/// acknowledgement reaches it, which on loopback is before the ioctl returns: bytes there show the broker holds
+/// acks back, and such stalls fall back after 3 rounds in a row (at once on probation). A stall after which
+/// nothing came is a broker that was only slow (a loaded machine): it costs one read at a probe, and only
+/// `unshownStallLimit` such rounds in a row fall back (a remote broker's held acks come a round trip later and
+/// never show at once; this still catches it).
 public struct AckBatchingRetry: Sendable, Equatable {
     public var first: UInt32
     public var limit: UInt32
     public var probationRounds: UInt8
+    /// Stalled rounds in a row after which a connection falls back when no held acks showed after its probe reads.
+    public var unshownStallLimit: UInt8
+    /// False: every stall counts as held acks shown (the engine before held acks were looked for; tests of the
+    /// counting whose fake broker withholds acks in user space, where no acknowledgement releases them).
+    public var looksForHeldAcks: Bool
 
-    public init(first: UInt32 = 256, limit: UInt32 = 65_536, probationRounds: UInt8 = 4) {
+    public init(first: UInt32 = 256, limit: UInt32 = 65_536, probationRounds: UInt8 = 4,
+                unshownStallLimit: UInt8 = 8, looksForHeldAcks: Bool = true) {
         self.first = max(1, first)
         self.limit = max(self.first, limit)
         self.probationRounds = max(1, probationRounds)
+        self.unshownStallLimit = max(1, unshownStallLimit)
+        self.looksForHeldAcks = looksForHeldAcks
     }
 }

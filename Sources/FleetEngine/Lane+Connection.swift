@@ -318,34 +318,59 @@ extension Lane {
 
     /// The probe of a raised mark: bytes wait below it and nothing arrived since the last probe. A broker with
     /// Nagle's algorithm on sends its first small ack and holds the next ones until that one is acknowledged,
-    /// which a socket nobody reads does only at its delayed-ACK timer: read what is there (which acknowledges
-    /// it at once). After `lowWatermarkStallLimit` refill rounds in a row with such a stall (while on probation
-    /// after a re-arm: the first probe that finds bytes below the mark) the connection falls back: the mark stays 1 until its back-off has passed
-    /// (`suspendAckBatching`). A busy broker on a loaded machine can stall it too: that costs only the batching,
-    /// and only until the re-arm.
+    /// which a socket nobody reads does only at its delayed-ACK timer: read what is there and acknowledge it at
+    /// once. Then look again (FIONREAD): on loopback the acks such a broker held arrive before the ioctl returns,
+    /// so bytes there show that it holds acks back (they are read too); a broker that was only slow sent nothing
+    /// more. After `lowWatermarkStallLimit` refill rounds in a row with a stall that showed held acks (on
+    /// probation after a re-arm: the first), or `AckBatchingRetry.unshownStallLimit` rounds with stalls that
+    /// did not, the connection falls back: the mark stays 1 until its back-off has passed
+    /// (`suspendAckBatching`). A busy broker on a loaded machine thus costs a read at a probe now and then, not
+    /// the batching.
     func probeLowWatermark(_ client: Int) {
         guard let socket = clients[client].socket, clients[client].receiveLowWatermark > 1 else { return }
         let queued = (try? socket.queuedBytes()) ?? -1
-        // On probation any bytes found waiting below the mark fail the round: a broker with Nagle's algorithm on
-        // can trickle its acks in (each released by our acknowledgement of the last), slowly enough to keep the
-        // window waiting but never unchanged at two probes in a row, and such rounds passed the probation.
+        // On probation any bytes found waiting below the mark make a stall at once: a broker with Nagle's
+        // algorithm on can trickle its acks in (each released by our acknowledgement of the last), slowly enough
+        // to keep the window waiting but never unchanged at two probes in a row.
         let probation = clients[client].lowWatermarkProbation > 0 && queued > 0
-        if queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 || probation {
-            if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls &+= 1 }
-            clients[client].stalledThisRound = true
-            if clients[client].lowWatermarkStalls >= Self.lowWatermarkStallLimit || queued < 0 || probation {
-                suspendAckBatching(client)
-            }
-            // Below the mark: the read must not wait for it (the read sets the next mark).
-            try? socket.setReceiveLowWatermark(1)
-            clients[client].receiveLowWatermark = 1
-            // Lowering the mark wakes a receive ring's pending receive (tcp_set_rcvlowat signals the data), so
-            // only the epoll path reads here.
+        guard queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 || probation else {
+            clients[client].lowWatermarkProbe = queued
+            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
+            return
+        }
+        // Below the mark: the read must not wait for it (the read sets the next mark).
+        try? socket.setReceiveLowWatermark(1)
+        clients[client].receiveLowWatermark = 1
+        // Lowering the mark wakes a receive ring's pending receive (tcp_set_rcvlowat signals the data), which
+        // reads later: there held acks cannot be looked for, and every stall counts as showing them.
+        if readsThroughRing(client) || queued < 0 || !configuration.ackBatchingRetry.looksForHeldAcks {
+            countStall(client, heldAcksShown: true, probation: probation || queued < 0)
             if !readsThroughRing(client) { readAvailable(client) }
             return
         }
-        clients[client].lowWatermarkProbe = queued
-        wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
+        readAvailable(client)
+        guard let socket = clients[client].socket else { return }
+        // Acknowledged now even when this turn writes (its segment would carry the acknowledgement only later).
+        try? socket.acknowledgeNow()
+        let held = ((try? socket.queuedBytes()) ?? 0) > 0
+        countStall(client, heldAcksShown: held, probation: probation)
+        if held {
+            readAvailable(client)  // sets the next mark, 1 if the connection just fell back
+        } else if clients[client].brokerHoldsAcks && !clients[client].isDirty {
+            adjustLowWatermark(client)
+        }
+    }
+
+    /// A stall below a raised mark, counted once per refill round. Falls back at `lowWatermarkStallLimit`
+    /// rounds in a row (at once on probation) when held acks showed, at `AckBatchingRetry.unshownStallLimit`
+    /// when they did not.
+    func countStall(_ client: Int, heldAcksShown: Bool, probation: Bool) {
+        if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls &+= 1 }
+        clients[client].stalledThisRound = true
+        let limit = heldAcksShown ? Self.lowWatermarkStallLimit : configuration.ackBatchingRetry.unshownStallLimit
+        if clients[client].lowWatermarkStalls >= limit || (probation && heldAcksShown) {
+            suspendAckBatching(client)
+        }
     }
 
     /// A fallback: the mark stays 1 for the next `lowWatermarkBackoff` window refills, twice the last fallback's

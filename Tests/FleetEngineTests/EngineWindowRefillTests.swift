@@ -24,11 +24,15 @@ final class WindowRefillHarness: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private var result: EngineResult?
 
+    /// The fake broker withholds acks in user space, where no TCP acknowledgement releases them: after a probe
+    /// read nothing more ever shows, so the counting tests take every stall as held acks shown.
+    static let everyStallCounts = AckBatchingRetry(looksForHeldAcks: false)
+
     /// `behaviour` withholds what the test releases; `ackTimeout` is long unless a test wants deadlines.
     init(qos: MQTTQoS, behaviour: @escaping FakeBroker.Behaviour, ackTimeout: UInt64 = 60_000_000_000,
          policy: MQTTAckTimeoutPolicy = .close, plan: PublishPlan = .rate(perSecond: 10_000),
          subscribes: Bool = false, messages: Int = WindowRefillHarness.messages,
-         retry: AckBatchingRetry = AckBatchingRetry()) throws {
+         retry: AckBatchingRetry = WindowRefillHarness.everyStallCounts) throws {
         self.qos = qos
         broker = try FakeBroker(behaviour: behaviour)
         // Keepalive off: no PINGREQ among the packets the tests count.
@@ -343,7 +347,7 @@ struct EngineWindowRefillTests {
 /// fast anything ran (a lone ack below the mark is always read at the second 5 ms probe, however late).
 @Suite("Engine: ack batching retried with back-off after a fallback", .serialized)
 struct EngineAckBatchingRetryTests {
-    static let retry = AckBatchingRetry(first: 2, limit: 8, probationRounds: 2)
+    static let retry = AckBatchingRetry(first: 2, limit: 8, probationRounds: 2, looksForHeldAcks: false)
 
     /// Acks released one at a time, each alone below a raised mark: rounds 1-3 stall (acks 1, 3, 5) and the
     /// third falls back with a back-off of 2 refills (acks 5, 6: re-armed at 6); a re-armed connection falls
@@ -451,3 +455,68 @@ struct EngineAckBatchingRetryTests {
     }
 }
 
+
+/// Whether a stall below the raised mark shows a broker holding acks back: after the probe read the connection
+/// acknowledges at once and looks at its receive queue again. The fake broker's socket has Nagle's algorithm
+/// on (it never sets TCP_NODELAY), so of two acks written back to back while the first is unacknowledged the
+/// second waits in the broker's kernel for our acknowledgement, exactly as mosquitto's do with stock settings.
+@Suite("Engine: only stalls that show held acks fall back quickly", .serialized)
+struct EngineHeldAckTests {
+    /// Acks released one write at a time and nothing held: each odd ack is read at a probe (6 stalled rounds in
+    /// a row, fewer than the 8 needed without held acks shown), and the window refills in halves to the end.
+    @Test("a broker that is only slow: 12 acks one at a time, 0 fallbacks, 2 PUBLISH at every 2nd ack")
+    func slowBrokerKeepsBatching() throws {
+        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, retry: AckBatchingRetry())
+        run.start()
+        defer { run.broker.stop() }
+        #expect(run.await(4) { run.publishedIDs.count } == 4)
+        #expect(run.settled { run.publishedIDs.count } == 4)
+        for ack in 1...WindowRefillHarness.messages {
+            let published = run.publishedIDs
+            try #require(published.count >= ack, "ack \(ack)")
+            run.release([run.completion(published[ack - 1])])
+            let state = run.laneState(afterAcks: ack)
+            #expect(state.acked == ack)
+            let expected = min(WindowRefillHarness.messages, 4 + ack - ack % 2)
+            #expect(state.published == expected, "after ack \(ack)")
+            #expect(state.fallbacks == 0, "after ack \(ack)")
+            // Raised again by each refill in halves while messages are still due.
+            #expect(state.mark == (ack % 2 == 0 && ack < 8 ? 8 : 1), "after ack \(ack)")
+            #expect(run.await(expected) { run.publishedIDs.count } == expected, "after ack \(ack)")
+        }
+        let result = try #require(run.finish())
+        #expect(result.counters.lowWatermarkFallbacks == 0)
+        #expect(result.counters.published[.atLeastOnce] == 12)
+        #expect(result.counters.acked[.atLeastOnce] == 12)
+        #expect(result.counters.ackTimeouts == AckTimeoutCounts())
+    }
+
+    /// The same acks, but the first of each refill round's two is followed by the second in a separate write
+    /// while the first is unacknowledged: Nagle's algorithm holds the second until the probe read acknowledges
+    /// the first, and the FIONREAD after it shows it. After 3 such rounds the connection falls back.
+    @Test("a broker with Nagle's algorithm on: the held second ack shows after each probe read; the 3rd round falls back")
+    func nagleBrokerFallsBack() throws {
+        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, retry: AckBatchingRetry())
+        run.start()
+        defer { run.broker.stop() }
+        #expect(run.await(4) { run.publishedIDs.count } == 4)
+        #expect(run.settled { run.publishedIDs.count } == 4)
+        var fallbacksAfterRound: [UInt64] = []
+        for round in 0..<3 {
+            let published = run.publishedIDs
+            let first = 2 * round
+            try #require(published.count >= first + 2, "round \(round)")
+            // Two writes back to back: the second is held by the broker's kernel until the client acknowledges.
+            run.release([run.completion(published[first])])
+            run.release([run.completion(published[first + 1])])
+            let state = run.laneState(afterAcks: first + 2)
+            #expect(state.acked == first + 2, "round \(round)")
+            #expect(state.published == 6 + first, "round \(round)")
+            fallbacksAfterRound.append(state.fallbacks)
+            #expect(run.await(6 + first) { run.publishedIDs.count } == 6 + first, "round \(round)")
+        }
+        #expect(fallbacksAfterRound == [0, 0, 1])
+        let result = try #require(run.finish())
+        #expect(result.counters.lowWatermarkFallbacks == 1)
+    }
+}
