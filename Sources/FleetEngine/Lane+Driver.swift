@@ -41,10 +41,7 @@ extension Lane {
 
     /// `messages` received in a turn that began `sinceLastTurn` ns after the one before.
     static func isReceivingHeavily(messages: Int, sinceLastTurn: UInt64) -> Bool {
-        guard messages >= 2 else { return false }
-        let arrived = UInt64(messages).multipliedFullWidth(by: 1_000_000_000)
-        let needed = heavyInboundRate.multipliedFullWidth(by: sinceLastTurn)
-        return arrived >= needed  // (high, low) tuples compare as 128-bit numbers
+        ReceiveRateWindow.reaches(heavyInboundRate, messages: messages, over: sinceLastTurn)
     }
 
     /// At the end of a driver's turn: until when (monotonic ns) the driver waits before it looks for more (0: it

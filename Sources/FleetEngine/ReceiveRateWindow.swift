@@ -30,9 +30,15 @@ struct ReceiveRateWindow: Equatable {
 
     /// Whether `messages` over `elapsed` ns come at `steadyRate` a second or more (two messages at least).
     static func isSteady(messages: Int, over elapsed: UInt64) -> Bool {
+        reaches(steadyRate, messages: messages, over: elapsed)
+    }
+
+    /// Whether `messages` over `elapsed` ns come at `rate` a second or more. Two messages at least: a request and
+    /// its reply a few µs apart do not make a rate. Exact for any span (128-bit products).
+    static func reaches(_ rate: UInt64, messages: Int, over elapsed: UInt64) -> Bool {
         guard messages >= 2 else { return false }
         let arrived = UInt64(messages).multipliedFullWidth(by: 1_000_000_000)
-        let needed = steadyRate.multipliedFullWidth(by: elapsed)
+        let needed = rate.multipliedFullWidth(by: elapsed)
         return arrived >= needed  // (high, low) tuples compare as 128-bit numbers
     }
 }

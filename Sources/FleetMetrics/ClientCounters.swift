@@ -139,13 +139,11 @@ public enum DisconnectReason: Hashable, Sendable {
         }
     }
 
-    /// The cause of a reason by its report.json name (`disconnects_by_reason`), for reports read back.
+    /// The cause of a reason by its report.json name (`disconnects_by_reason`), for reports read back. Every
+    /// reason that is not an error carries no value, so its name is matched against those reasons' own names.
     public static func cause(ofReportName name: String) -> Cause {
-        switch name {
-        case "client_initiated", "churn": return .client
-        case "tunnel", "network_drop", "network_outage": return .linkCut
-        default: return .error
-        }
+        let notErrors: [DisconnectReason] = [.clientInitiated, .churn, .tunnel, .networkDrop, .networkOutage]
+        return notErrors.first { $0.reportName == name }?.cause ?? .error
     }
 
     public var reportName: String {
