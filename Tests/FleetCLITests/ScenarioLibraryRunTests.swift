@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// Every scenario of the library, run at small scale by the built binary against the embedded mosquitto: it
-/// must pass its own thresholds, connect every client and lose or duplicate nothing at QoS 1 and 2.
+/// must pass its own thresholds, connect every client, lose nothing at QoS 1 and 2, and duplicate at QoS 1 only
+/// what a link cut can leave to be resent.
 /// One run at a time: ten runs at once, each with its own mosquitto, beside the rest of the suite, stalled a
 /// generator on the 2-core CI machine by 120 ms and failed command-and-control's own p99 threshold.
 @Suite("the scenario library at small scale", .serialized)
@@ -55,10 +56,16 @@ struct ScenarioLibraryRunTests {
         #expect(connections["failed"] as? Int == 0)
         #expect((connections["succeeded"] as? Int ?? 0) > 0)
         let delivery = try #require(report["delivery"] as? [String: Any])
+        // QoS 1 is at least once: a link the scenario cut abortively (tunnel, emulated drop or outage) can leave up
+        // to a window (32) of PUBLISHes unacknowledged, resent after the reconnect and delivered again. Without a
+        // cut the bound is 0; QoS 2 never duplicates.
+        let reasons = connections["disconnects_by_reason"] as? [String: Any] ?? [:]
+        let linkCuts = ["tunnel", "network_drop", "network_outage"].reduce(0) { $0 + (reasons[$1] as? Int ?? 0) }
         for qos in ["qos1", "qos2"] {
             let counts = try #require(delivery[qos] as? [String: Any])
             #expect(counts["lost"] as? Int == 0, "\(file) \(qos)")
-            #expect(counts["duplicated"] as? Int == 0, "\(file) \(qos)")
+            let duplicated = try #require(counts["duplicated"] as? Int)
+            #expect(duplicated <= (qos == "qos1" ? 32 * linkCuts : 0), "\(file) \(qos): \(duplicated) duplicated, \(linkCuts) link cuts")
         }
         #expect(report["passed"] as? Bool == true)
     }
