@@ -245,6 +245,10 @@ public struct ClientCounters: Equatable, Sendable {
     /// Nagle's algorithm on), read at every byte from then on until re-armed; and the re-arms.
     public var lowWatermarkFallbacks: UInt64 = 0
     public var lowWatermarkRearms: UInt64 = 0
+    /// Times a lane paused between reads to let a heavy or steady inbound stream gather
+    /// (`EngineConfiguration.receiveCoalescing`): 0 means every receive time was taken as soon as the bytes could
+    /// be read. The lane's, not a fleet's: counted in `LaneMetrics.lane`, so only run totals have it.
+    public var receiveCoalescingPauses: UInt64 = 0
 
     public init() {}
 
@@ -319,6 +323,7 @@ public struct ClientCounters: Equatable, Sendable {
         for (text, count) in other.transportErrors { recordTransportError(text, count: count) }
         lowWatermarkFallbacks &+= other.lowWatermarkFallbacks
         lowWatermarkRearms &+= other.lowWatermarkRearms
+        receiveCoalescingPauses &+= other.receiveCoalescingPauses
     }
 }
 

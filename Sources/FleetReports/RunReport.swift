@@ -506,6 +506,7 @@ public struct GeneratorHealth: Equatable, Sendable {
         foreignMessages = counters.foreignMessages
         lowWatermarkFallbacks = counters.lowWatermarkFallbacks
         lowWatermarkRearms = counters.lowWatermarkRearms
+        receiveCoalescingPauses = counters.receiveCoalescingPauses
     }
 }
 
