@@ -452,13 +452,11 @@ struct AckBatchingMachineTests {
         #expect(lane.published == 10)
     }
 
-    @Test("a new connection starts over: the machine of a closed one is replaced by init()")
-    func startsOver() {
-        var lane = LaneUnderTest(messages: 40, retry: Self.countingRetry)
-        lane.start()
-        for _ in 1...5 { lane.ackAlone() }
-        #expect(lane.machine != AckBatchingMachine())
-        #expect(AckBatchingMachine().mark == 1 && AckBatchingMachine().lastProbe == -1)
+    @Test("the machine is 22 bytes of every SimulatedClient; a new connection's starts at mark 1, nothing probed")
+    func layout() {
         #expect(MemoryLayout<AckBatchingMachine>.size == 22)
+        let fresh = AckBatchingMachine()
+        #expect(fresh.mark == 1 && fresh.lastProbe == -1 && !fresh.awaitingWindow && !fresh.brokerHoldsAcks)
+        #expect(fresh.backoff == 0 && fresh.rearmIn == 0 && fresh.probation == 0 && fresh.stalls == 0)
     }
 }
