@@ -65,7 +65,9 @@ enum PrometheusText {
         for (name, values, help) in [
             ("fleetbench_messages_published_total", counters.published, "Messages published, by QoS."),
             ("fleetbench_messages_acked_total", counters.acked, "QoS 1/2 messages acknowledged (PUBACK/PUBCOMP), by QoS."),
-            ("fleetbench_messages_received_total", counters.received, "Messages received by subscribers, by QoS."),
+            ("fleetbench_messages_received_total", counters.received, "This run's messages received, by QoS."),
+            ("fleetbench_messages_arrived_total", counters.arrived,
+             "Every PUBLISH received, other runs' and retained ones included, by QoS."),
         ] {
             metric(name, "counter", help, MQTTQoS.allCases.map { ("qos=\"\($0.rawValue)\"", Double(values[$0])) })
         }
