@@ -125,10 +125,10 @@ struct OneLinerCommand {
                                       e.g. FLEETBENCH_PASSWORD=... fleetbench \(kind.rawValue) -u bench
               --client-id PATTERN     client ids, with {i} (default {fleet}-{i}: \(kind.rawValue)-0, \(kind.rawValue)-1, ...),
                                       e.g. --client-id bench-{i:05}
-              --prefix TEXT           put TEXT- in front of every client id (emqtt-bench's --prefix), the
-                                      subscriber's of --with-subscriber too; runs at once on one broker need
-                                      distinct prefixes or client ids, else they take over each other's
-                                      sessions. e.g. --prefix run2 (ids run2-\(kind.rawValue)-0, ...)
+              --prefix TEXT           put TEXT- in front of every client id (emqtt-bench's --prefix);
+                                      runs at once on one broker need distinct prefixes or client ids,
+                                      else they take over each other's sessions. e.g. --prefix run2
+                                      (ids run2-\(kind.rawValue)-0, ...\(kind == .pub ? ", and run2-sub-0" : ""))
               --connect-rate N        new connections per second (default: as fast as 100 in flight allow),
                                       e.g. --connect-rate 500
               -i, --connect-interval MS  emqtt-bench's -i: milliseconds between connects (1000/MS per second),
