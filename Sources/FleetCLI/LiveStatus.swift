@@ -15,9 +15,12 @@ struct LiveStatus: Sendable {
     /// Rates over the last second.
     var publishedPerSecond: Double = 0
     var receivedPerSecond: Double = 0
+    /// Every PUBLISH received, other runs' and retained ones included (`messages.qosN.arrived`).
+    var arrivedPerSecond: Double = 0
     /// Running totals of the previous snapshot, for the rates.
     var lastPublished: UInt64 = 0
     var lastReceived: UInt64 = 0
+    var lastArrived: UInt64 = 0
     /// End-to-end latency of the last second (ms, from the intended send time).
     var endToEndP50Ms: Double?
     var endToEndP99Ms: Double?
