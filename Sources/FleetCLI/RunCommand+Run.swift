@@ -476,6 +476,8 @@ extension RunCommand {
             drainLimitSeconds: Double(engine.configuration.drainTimeout) / 1e9,
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
             receiveCoalescingPauses: result.coalescingPauses,
+            receiveBatchingMicroseconds: min(engine.configuration.receiveBatching, engine.configuration.receiveCoalescing) / 1000,
+            receiveBatchingPauses: result.batchingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
             receivePath: result.receivePath.rawValue, receiveRingUnavailable: result.receiveRingUnavailable,
             sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),

@@ -591,6 +591,7 @@ public final class Engine: @unchecked Sendable {
             ?? lanes.lazy.compactMap(\.receiveRingError).first?.description
         for metrics in laneMetrics {
             result.coalescingPauses &+= metrics.coalescingPauses
+            result.batchingPauses &+= metrics.batchingPauses
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
@@ -1034,6 +1035,9 @@ public struct EngineResult: Sendable {
     /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
     /// 0 means every receive time was taken as soon as the bytes could be read. The lanes', not a fleet's.
     public var coalescingPauses: UInt64 = 0
+    /// Times a lane waited after a turn to batch the reads of a steady stream (`EngineConfiguration.receiveBatching`):
+    /// receive times up to that long late. The lanes', not a fleet's.
+    public var batchingPauses: UInt64 = 0
     /// How the lanes' writes went out: one io_uring submission per turn, one send(2) per connection, or both
     /// (a lane's ring failed during the run and it fell back).
     public var sendPath = SendPath.send

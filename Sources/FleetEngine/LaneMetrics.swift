@@ -18,6 +18,8 @@ public struct LaneMetrics: Sendable {
     /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`): the lane's,
     /// not a fleet's.
     public var coalescingPauses: UInt64 = 0
+    /// Turns after which the lane waited to batch the reads of a steady stream (`receiveBatching`): the lane's.
+    public var batchingPauses: UInt64 = 0
 
     public init(fleetCount: Int, start: UInt64) {
         fleets = Array(repeating: FleetLaneMetrics(start: start), count: max(fleetCount, 1))
