@@ -18,6 +18,15 @@ public enum ReceivePath: String, Sendable, Equatable {
 
     /// FLEETBENCH_RECEIVE_PATH=io_uring or epoll: the default of `EngineConfiguration.ringReceives`, so a whole test
     /// suite or a run can be taken either way without changing its configuration.
+    static var deferredEnvironmentDefault: Bool? {
+        guard let value = getenv("FLEETBENCH_RING_DEFER") else { return nil }
+        switch String(cString: value) {
+        case "1": return true
+        case "0": return false
+        default: return nil
+        }
+    }
+
     static var environmentDefault: Bool? {
         guard let value = getenv("FLEETBENCH_RECEIVE_PATH") else { return nil }
         switch String(cString: value) {
@@ -97,6 +106,7 @@ extension Lane {
         // cancel for every client of the lane (32,768 at most: the kernel's limit).
         let entries = min(32_768, max(1024, Self.powerOfTwo(atLeast: 2 * clients + 64)))
         do {
+            guard configuration.ringDeferredTaskRun else { throw SystemError(call: "io_uring_setup", errno: EINVAL) }
             let ring = try ReceiveRing(entries: entries, buffers: 256, bufferSize: 4096, deferred: true)
             return (LaneReceiveRing(ring: ring, clients: clients), nil)
         } catch {
@@ -251,8 +261,17 @@ extension Lane {
             }
             if !busy {
                 // While bytes are coming in, the wait gathers the receives of `receiveBatchWait` into one turn.
-                let error = receiving.receivesLastTurn > 0 && batchWait > 0
-                    ? receiving.ring.block(batch: 64, minimumWait: batchWait) : receiving.ring.block()
+                let error: SystemError?
+                if receiving.receivesLastTurn > 0 && batchWait > 0 {
+                    // A deferred ring wakes a waiter for a batch only once the batch is complete, and the kernel's
+                    // min_wait does not cut that short: the wait for a batch has a deadline instead.
+                    error = receiving.ring.isDeferred
+                        ? receiving.ring.wait(batch: Self.pauseBatch,
+                                              until: MonotonicClock.now() &+ configuration.receiveBatchWait)
+                        : receiving.ring.block(batch: 64, minimumWait: batchWait)
+                } else {
+                    error = receiving.ring.block()
+                }
                 if let error, error.errno != EINTR { break }
             }
             if driver.shutdown.load(ordering: .acquiring) { break }
