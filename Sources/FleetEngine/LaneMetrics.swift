@@ -15,8 +15,8 @@ public struct LaneMetrics: Sendable {
     public var deliveryKeys: [UInt64: Int] = [:]
     /// Closed entitlement windows by delivery key (`subscriber << 32 | stream`): what each subscriber was owed.
     public var entitlement: [UInt64: [EntitlementWindow]] = [:]
-    /// What the lane counts that is no fleet's (`ClientCounters.receiveCoalescingPauses`): added to the run's
-    /// totals only.
+    /// What the lane counts that is no fleet's (`ClientCounters.receiveCoalescingPauses`, `receiveBatchingPauses`):
+    /// added to the run's totals only.
     public var lane = ClientCounters()
 
     public init(fleetCount: Int, start: UInt64) {

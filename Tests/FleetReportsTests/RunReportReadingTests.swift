@@ -72,6 +72,7 @@ struct RunReportReadingTests {
         counters.lowWatermarkFallbacks = 6
         counters.lowWatermarkRearms = 5
         counters.receiveCoalescingPauses = 9
+        counters.receiveBatchingPauses = 4
         var sample = SampleReports.make()
         sample.setCounters(counters, peakConnected: 4)
         let text = try sample.jsonText()
@@ -89,6 +90,7 @@ struct RunReportReadingTests {
         #expect(reread.generator.lowWatermarkFallbacks == 6)
         #expect(reread.generator.lowWatermarkRearms == 5)
         #expect(reread.generator.receiveCoalescingPauses == 9)
+        #expect(reread.generator.receiveBatchingPauses == 4)
         let top = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         let connections = try #require(top["connections"] as? [String: Any])
         #expect(connections["churn_skipped"] as? Int == 7)
