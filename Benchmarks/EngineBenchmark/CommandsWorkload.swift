@@ -171,7 +171,7 @@ func commands(vehicles: Int, seconds: Int) {
         "end_to_end_from_sent_p50_us": endToEnd.valueAtPercentile(50),
         "end_to_end_from_sent_p99_us": endToEnd.valueAtPercentile(99),
         "end_to_end_from_sent_max_us": endToEnd.max,
-        "send_path": result.sendPath.rawValue, "coalescing_pauses": result.coalescingPauses,
+        "send_path": result.sendPath.rawValue, "coalescing_pauses": result.counters.receiveCoalescingPauses,
         "receive_batching_us": configuration.receiveBatching / 1000,
         "receive_coalescing_us": configuration.receiveCoalescing / 1000,
         "failures_by_reason": failures(result.counters), "disconnects_by_reason": disconnects(result.counters),

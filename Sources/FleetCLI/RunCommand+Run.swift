@@ -372,8 +372,11 @@ extension RunCommand {
                 let seconds = max(Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9, 0.001)
                 status.publishedPerSecond = Double(snapshot.published &- status.lastPublished) / seconds
                 status.receivedPerSecond = Double(snapshot.received &- status.lastReceived) / seconds
+                let arrived = snapshot.counters.arrived.total
+                status.arrivedPerSecond = Double(arrived &- min(status.lastArrived, arrived)) / seconds
                 status.lastPublished = snapshot.published
                 status.lastReceived = snapshot.received
+                status.lastArrived = arrived
                 status.endToEndP50Ms = snapshot.endToEndP50Milliseconds
                 status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
             }
@@ -475,7 +478,6 @@ extension RunCommand {
             drainSeconds: Double(result.phases.drainEnd &- result.phases.publishEnd) / 1e9,
             drainLimitSeconds: Double(engine.configuration.drainTimeout) / 1e9,
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
-            receiveCoalescingPauses: result.coalescingPauses,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
             receivePath: result.receivePath.rawValue, receiveRingUnavailable: result.receiveRingUnavailable,
             sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),

@@ -499,7 +499,8 @@ public final class Engine: @unchecked Sendable {
     ///   its members' earliest open window on (`Lane.openGroupWindows`, `Lane.groupArrivals`: the lanes' distinct
     ///   arrivals summed, as a message reaches one member), and every request has its response: exact, no
     ///   waiting for quiet.
-    /// While acks are in but owed messages are missing, it waits for them as long as arrivals go on: it gives up
+    /// While acks are in but owed messages are missing, it waits for them as long as this run's messages go on arriving
+    /// (`received`; other runs' traffic does not keep it waiting): it gives up
     /// once nothing arrived for `owedQuiet` (they are lost: QoS 0 dropped, or a broker that lost them).
     /// Acks whose deadline passes during the drain are ack timeouts of their kind; what is still awaited when
     /// it ends is `unackedAtEnd`.
@@ -590,7 +591,7 @@ public final class Engine: @unchecked Sendable {
         result.receiveRingUnavailable = configuration.ringReceivesDeclined
             ?? lanes.lazy.compactMap(\.receiveRingError).first?.description
         for metrics in laneMetrics {
-            result.coalescingPauses &+= metrics.coalescingPauses
+            result.counters.add(metrics.lane)
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
@@ -1031,9 +1032,6 @@ public struct EngineMeasurements: Sendable {
 public struct EngineResult: Sendable {
     /// Over every fleet.
     public var total = EngineMeasurements()
-    /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
-    /// 0 means every receive time was taken as soon as the bytes could be read. The lanes', not a fleet's.
-    public var coalescingPauses: UInt64 = 0
     /// How the lanes' writes went out: one io_uring submission per turn, one send(2) per connection, or both
     /// (a lane's ring failed during the run and it fell back).
     public var sendPath = SendPath.send

@@ -269,7 +269,7 @@ public struct EngineConfiguration: Sendable {
     /// timer at the latest, so publishers on the lane keep their schedule. Capped at `receiveCoalescing` (0 there
     /// turns this off too), which stays the bound on how late a receive time may be. `.thread` driver only.
     public var receiveBatching: UInt64 = 500_000
-    /// How a connection whose acks batching fell back (`Lane.probeLowWatermark`) tries it again.
+    /// How a connection whose acks batching fell back (`AckBatchingMachine.probeFired`) tries it again.
     public var ackBatchingRetry = AckBatchingRetry()
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
@@ -326,7 +326,7 @@ public struct EngineConfiguration: Sendable {
     }
 }
 
-/// Retrying the batching of acks by SO_RCVLOWAT after a connection fell back from it (`Lane.probeLowWatermark`).
+/// Retrying the batching of acks by SO_RCVLOWAT after a connection fell back from it (`AckBatchingMachine`).
 ///
 /// A fallback is evidence, not proof, that the broker holds acks back: a busy broker on a loaded machine stalls
 /// now and then too, and a connection that then stayed unbatched for the rest of the run paid a wakeup and a

@@ -1,3 +1,4 @@
+import FleetTestSupport
 import FleetBroker
 import Foundation
 import Testing
@@ -54,7 +55,9 @@ struct RunIdentityRunTests {
         #expect(Self.int(reports[0], "delivery", "retained_on_subscribe") == 0)
         let second = reports[1]
         #expect(Self.int(second, "messages", "qos1", "published") == 30)
-        #expect(Self.int(second, "messages", "qos1", "received") == 33)
+        // Received is this run's 30; the 3 retained leftovers arrived too.
+        #expect(Self.int(second, "messages", "qos1", "received") == 30)
+        #expect(Self.int(second, "messages", "qos1", "arrived") == 33)
         #expect(Self.int(second, "delivery", "retained_on_subscribe") == 3)
         #expect(Self.int(second, "delivery", "foreign") == 0)
         #expect(Self.int(second, "delivery", "qos1", "expected") == 30)
@@ -72,7 +75,7 @@ struct RunIdentityRunTests {
         let directory = RunEndToEndTests.temporaryDirectory("identity-two-runs")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Run a lasts 6 s; run b starts 1.5 s later and is over (10 messages per publisher at 20/s) well before
+        // Run a lasts 6 s; run b starts once a publishes and is over (10 messages per publisher at 20/s) well before
         // a ends, so a's subscriber gets every message of b. b's subscriber gets what a publishes meanwhile.
         let fileA = try Self.write(Self.scenario(prefix: "a", broker: broker.url, duration: "6s", limit: 100),
                                    to: directory, name: "a.json")
@@ -89,8 +92,10 @@ struct RunIdentityRunTests {
         processA.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/a.stderr"))
         try processA.run()
         defer { if processA.isRunning { processA.terminate() } }
-        Thread.sleep(forTimeInterval: 1.5)
-        let outcomeB = try RunEndToEndTests.run(["run", fileB, "--out", directory + "/b", "--quiet"])
+        // Run b once run a publishes (its streamed timeline shows it): a's subscriber is in by then.
+        #expect(EventWait.until(seconds: 30) { RunProgress.published(in: directory + "/a") > 0 })
+        let outcomeB = try RunEndToEndTests.run(["run", fileB, "--out", directory + "/b", "--quiet",
+                                                 "--summary-json", directory + "/b-summary.json"])
         processA.waitUntilExit()
         let errorA = (try? String(contentsOfFile: directory + "/a.stderr", encoding: .utf8)) ?? ""
         #expect(processA.terminationStatus == 0, "\(errorA)")
@@ -111,11 +116,28 @@ struct RunIdentityRunTests {
             #expect(Self.int(report, "delivery", "qos1", "lost") == 0)
             #expect(Self.int(report, "delivery", "qos1", "unexpected") == 0)
             #expect(Self.int(report, "latency_ms", "end_to_end", "count") == published)
-            // Every arrival is this run's or the other's.
-            #expect(Self.int(report, "messages", "qos1", "received")
+            // Received is this run's messages only; every arrival is this run's or the other's.
+            #expect(Self.int(report, "messages", "qos1", "received") == published)
+            #expect(Self.int(report, "messages", "qos1", "arrived")
                     == published.map { $0 + (Self.int(report, "delivery", "foreign") ?? -1) })
         }
         // Every one of b's 30 messages reached a's subscriber, as foreign.
         #expect(Self.int(reportA, "delivery", "foreign") == 30)
+        #expect(Self.int(reportA, "messages", "qos1", "arrived") == 330)
+        // b's summary, printed and as JSON: received and its rate are b's own 30 messages; what arrived from a
+        // is apart.
+        let foreignB = try #require(Self.int(reportB, "delivery", "foreign"))
+        #expect(foreignB > 0)
+        #expect(outcomeB.output.contains("  qos1          published 30, acked 30, unacked at end 0, received 30, "
+            + "arrived \(30 + foreignB); expected 30, lost 0, duplicated 0, reordered 0\n"), "\(outcomeB.output)")
+        #expect(outcomeB.output.contains("  not counted   foreign \(foreignB) (not this run's), retained on subscribe 0; "
+            + "in arrived only, not in received, expected, lost or duplicated\n"))
+        let publishSeconds = try #require((reportB["run"] as? [String: Any])?["publish_s"] as? Double)
+        let summaryB = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: directory + "/b-summary.json"))) as? [String: Any])
+        let rates = try #require(summaryB["rates"] as? [String: Any])
+        func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+        #expect(rates["received"] as? Double == rounded(30 / publishSeconds))
+        #expect(rates["arrived"] as? Double == rounded(Double(30 + foreignB) / publishSeconds))
     }
 }

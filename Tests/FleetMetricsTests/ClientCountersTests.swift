@@ -14,6 +14,7 @@ struct ClientCountersTests {
         laneA.published[.atLeastOnce] = 100
         laneA.acked[.atLeastOnce] = 99
         laneA.received[.atMostOnce] = 5
+        laneA.arrived[.atMostOnce] = 6
         laneA.bytesOut = 1000
         laneA.ackTimeouts[.puback] = 1
 
@@ -25,6 +26,7 @@ struct ClientCountersTests {
         laneB.recordDisconnect(.closedByPeer, count: 2)
         laneB.reconnects = 3
         laneB.published[.exactlyOnce] = 7
+        laneB.arrived[.atLeastOnce] = 2
         laneB.bytesIn = 300
         laneB.bytesOut = 24
         laneB.ackTimeouts[.pingresp] = 2
@@ -43,6 +45,7 @@ struct ClientCountersTests {
         #expect(run.published == PerQoSCounts(qos0: 0, qos1: 100, qos2: 7))
         #expect(run.acked == PerQoSCounts(qos0: 0, qos1: 99, qos2: 0))
         #expect(run.received.total == 5)
+        #expect(run.arrived == PerQoSCounts(qos0: 6, qos1: 2, qos2: 0))
         #expect(run.bytesIn == 300)
         #expect(run.bytesOut == 1024)
         #expect(run.ackTimeouts.puback == 5)
@@ -104,6 +107,7 @@ struct ClientCountersEveryFieldTests {
         counters.subscriptionsRefused = base + 21
         counters.qos2AckedAsQoS1 = base + 22
         counters.recordTransportError("TLS handshake timeout", count: base + 23)
+        counters.receiveCoalescingPauses = base + 24
         return counters
     }
 
@@ -133,6 +137,7 @@ struct ClientCountersEveryFieldTests {
         #expect(run.qos2AckedAsQoS1 == 144)
         #expect(run.transportErrors == ["TLS handshake timeout": 146])
         #expect(run.transportErrorsTotal == 146)
+        #expect(run.receiveCoalescingPauses == 148)
         // Sent 116, 118 replies (more than sent: the sum never goes below 0), 120 of them late.
         #expect(run.requestsTimedOut == 120)
         // Adding a value to itself doubles it: no field is left out of add (a forgotten one would stay put).

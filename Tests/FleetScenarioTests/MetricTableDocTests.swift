@@ -43,6 +43,19 @@ struct MetricTableDocTests {
         #expect(catalog.subtracting(documented) == [], "accepted but not documented")
     }
 
+    @Test("the messages and rates rows name exactly the catalog's: received (this run's) and arrived (every PUBLISH)")
+    func messagesAndRatesRows() throws {
+        #expect(Self.fieldNames(try Self.fields(ofRow: "messages.qos<0-2>.<field>"))
+                == ["published", "received", "arrived"])
+        let rates = Self.fieldNames(try Self.fields(ofRow: "rates.<field>"))
+        #expect(rates == ["published", "received", "arrived"])
+        let catalog = Set(MetricCatalog.all.filter { $0.path.hasPrefix("rates.") }.map(\.path))
+        #expect(Set(rates.map { "rates.\($0)" }) == catalog)
+        for field in ["published", "received", "arrived"] {
+            #expect((0...2).allSatisfy { MetricCatalog.metric("messages.qos\($0).\(field)")?.threshold == true }, "\(field)")
+        }
+    }
+
     @Test("the end-of-run counters are threshold metrics the table names")
     func endOfRunRows() throws {
         let messages = try Self.fields(ofRow: "messages.qos<0-2>.<field>")

@@ -81,7 +81,8 @@ struct ReceiveRingTests {
         let ring = try ReceiveRing(entries: 8, buffers: 2, bufferSize: 16)
         let bytes = (0..<64).map { UInt8($0) }
         Self.write(pair.receiver, bytes)
-        usleep(20_000)  // all 64 bytes queued before the receive starts
+        // All 64 bytes queued (FIONREAD) before the receive starts.
+        #expect(EventWait.until(seconds: 5, interval: 0.001) { (try? pair.sender.queuedBytes()) == 64 })
         #expect(ring.armReceive(pair.sender.fileDescriptor, token: 1))
         ring.wait(block: false)
         let first = Self.collect(ring) { $0.contains { !$0.more } }
