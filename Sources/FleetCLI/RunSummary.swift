@@ -99,6 +99,12 @@ enum RunSummary {
                 .map { "\($0.reportName) \(report.ackTimeouts[$0])" }.joined(separator: ", ")
             lines.append("  ack timeouts  \(kinds)")
         }
+        // A healthy drain adds well under a second; a long one is why a run lasted longer than its plan.
+        if report.generator.drainSeconds >= 1 {
+            lines.append("  drain         \(format(report.generator.drainSeconds)) s of at most "
+                + "\(format(report.generator.drainLimitSeconds)) s after publishing stopped: acks and deliveries "
+                + "still outstanding were waited for, on clients offline at the end until they reconnected")
+        }
         if report.generator.unsentAtEnd > 0 || report.generator.droppedSlots > 0 {
             lines.append("  schedule      unsent at end \(report.generator.unsentAtEnd)"
                 + perFleet(report) { $0.unsentAtEnd } + ", dropped \(report.generator.droppedSlots)"

@@ -51,7 +51,7 @@ public struct Vehicle: Sendable {
     }
 
     /// Vehicle `index` of a fleet, as it is at the start of the run: somewhere on the roads, driving or parked in
-    /// proportion to the mean trip and stop lengths.
+    /// proportion to the mean trip and stop lengths (always driving when placed inside a tunnel).
     public init(model: VehicleModel, index: Int) {
         precondition(index >= 0 && index <= Int(UInt32.max), "vehicle index out of range: \(index)")
         self.index = UInt32(index)
@@ -74,7 +74,9 @@ public struct Vehicle: Sendable {
         next = chooseNext(after: directed, model: model)
         let meanDrive = (configuration.driveDuration.lowerBound + configuration.driveDuration.upperBound) / 2
         let meanPark = (configuration.parkDuration.lowerBound + configuration.parkDuration.upperBound) / 2
-        let driving = random.nextUnit() < meanDrive / (meanDrive + meanPark)
+        // Never stopped inside a tunnel, the first stop included: a vehicle placed in one is mid-trip there. The
+        // draw is made either way, so every other vehicle keeps the same start.
+        let driving = random.nextUnit() < meanDrive / (meanDrive + meanPark) || network.segments[place.index].isTunnel
         // Somewhere in the middle of a trip or a stop: only the rest of it remains.
         let remaining = random.nextUnit()
         if driving {

@@ -57,6 +57,19 @@ struct RunSummaryGeneratorTests {
             == ["  abandoned     7 QoS 1/2 publishes in flight when a reconnect found the session gone"])
     }
 
+    @Test("a drain of a second or more gets a line with its length and limit (why the run outlasted its plan); a short one none")
+    func longDrain() {
+        var report = ReportCommandsTests.report(endToEndBase: 1000)
+        let lines = { RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init) }
+        report.generator.drainLimitSeconds = 90
+        report.generator.drainSeconds = 0.999
+        #expect(!lines().contains { $0.hasPrefix("  drain") })
+        report.generator.drainSeconds = 61.870827714
+        #expect(lines().filter { $0.hasPrefix("  drain") }
+            == ["  drain         61.871 s of at most 90 s after publishing stopped: acks and deliveries still "
+                + "outstanding were waited for, on clients offline at the end until they reconnected"])
+    }
+
     @Test("schedule, downgrades and requests lines name each fleet's share when the report has fleets")
     func fleetShares() {
         var report = ReportCommandsTests.report(endToEndBase: 1000)
