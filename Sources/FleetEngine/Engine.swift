@@ -230,6 +230,7 @@ public final class Engine: @unchecked Sendable {
                                                         version: settings.session.version)
                         replyFilters.append(MQTTSubscription(filter: replyTopic, qos: stream.qos))
                     }
+                    let progressSlot = nextProgressSlot
                     nextProgressSlot += 1
                     let payload: StreamPayload
                     switch stream.payload {
@@ -238,7 +239,7 @@ public final class Engine: @unchecked Sendable {
                     case .template(let template): payload = .template(template, clientID: Array(clientID.utf8))
                     }
                     streams.append(StreamState(
-                        topic: try MQTTTopicName(topic), streamID: UInt32(id), progressSlot: UInt32(nextProgressSlot),
+                        topic: try MQTTTopicName(topic), streamID: UInt32(id), progressSlot: UInt32(progressSlot),
                         qos: stream.qos, retain: stream.retain,
                         payload: payload, closed: stream.plan.isClosed, schedule: nil, pending: nil, request: request))
                 }
