@@ -76,8 +76,11 @@ enum RunSummary {
             lines.append(line)
         }
         if report.delivery.foreign > 0 || report.delivery.retainedOnSubscribe > 0 {
+            // The qos lines' `received` is every PUBLISH that arrived (messages.qosN.received): say that these
+            // are in it, so "received 362; expected 181" does not read as 181 duplicates.
             lines.append("  not counted   foreign \(report.delivery.foreign) (not this run's), "
-                + "retained on subscribe \(report.delivery.retainedOnSubscribe)")
+                + "retained on subscribe \(report.delivery.retainedOnSubscribe); in received above, not in expected, "
+                + "lost or duplicated")
         }
         let downgrades = report.downgrades
         if downgrades.total > 0 {

@@ -120,6 +120,53 @@ struct OneLinerTests {
         #expect(fileScenario["redacted"] as? NSDictionary == flagsScenario["redacted"] as? NSDictionary)
     }
 
+    @Test("pub alone: -c 2 --limit 5 -q 1 publishes 10, all acknowledged, and the broker passes on exactly those 10")
+    func publishAlone() throws {
+        let out = RunEndToEndTests.temporaryDirectory("pub-alone")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        var configuration = MosquittoConfiguration()
+        configuration.connectionMessages = false
+        let broker = try MosquittoBroker(configuration: configuration)
+        defer { broker.stop() }
+        // mosquitto's own client as the outside subscriber, on a persistent session: it subscribes and leaves once the
+        // broker granted the subscription (-E), so the broker keeps every QoS 1 message of the run for it; after the
+        // run it comes back for them, one topic per line. No guessed sleep before the run.
+        func subscriber(_ options: [String]) throws -> (status: Int32, output: String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+            process.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "-i", "outside", "-c", "-t", "fleetbench/#",
+                                 "-q", "1"] + options
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+        #expect(try subscriber(["-E"]).status == 0)
+
+        let outcome = try Self.run(["pub", "-c", "2", "--limit", "5", "-I", "20", "-q", "1", "--broker", broker.url,
+                                    "--out", out, "--quiet"])
+        #expect(outcome.status == 0, "\(outcome.output)\n\(outcome.error)")
+        #expect(outcome.output.contains("\n  qos1          published 10, acked 10, unacked at end 0, received 0; expected 0, lost 0, duplicated 0, reordered 0\n"))
+        let report = try RunEndToEndTests.report(in: out)
+        #expect(Self.int(report, "messages", "qos1", "published") == 10)
+        #expect(Self.int(report, "messages", "qos1", "acked") == 10)
+        #expect(Self.int(report, "messages", "qos1", "unacked_at_end") == 0)
+        #expect(Self.int(report, "messages", "qos1", "received") == 0)
+        #expect(Self.int(report, "connections", "succeeded") == 2)
+        #expect(Self.int(report, "latency_ms", "puback", "count") == 10)
+        // No subscriber of the run's own: no end-to-end latency at all.
+        #expect((report["latency_ms"] as? [String: Any])?["end_to_end"] == nil)
+
+        // -C 10 leaves after ten messages; -W bounds the wait should fewer have been kept.
+        let received = try subscriber(["-F", "%t", "-C", "10", "-W", "20"])
+        #expect(received.status == 0)
+        let topics = received.output.split(separator: "\n")
+        #expect(topics.count == 10)
+        #expect(Dictionary(grouping: topics, by: { $0 }).mapValues(\.count) == ["fleetbench/pub-0": 5, "fleetbench/pub-1": 5])
+    }
+
     @Test("conn holds 5 clients; sub -q 1 receives what another publisher sends, as foreign; a payload text -V 5 -q 2 -r pub")
     func connSubAndQoS2() throws {
         let work = RunEndToEndTests.temporaryDirectory("conn-sub")
