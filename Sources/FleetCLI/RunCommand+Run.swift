@@ -402,6 +402,8 @@ extension RunCommand {
         progress.finish()
         control.requestStopOfStages()
         stages.wait()
+        // The result is in hand: the report and the segment file are made in the clients' memory, not beside it.
+        engine.releaseClients()
         return EngineRun(engine: engine, result: result, elapsedSeconds: Double(MonotonicClock.now() - runStart) / 1e9,
                          cpuBefore: cpuBefore, publishingCPUSeconds: publishingCPU.seconds,
                          stream: stream, interrupted: control.stopRequested)

@@ -38,9 +38,7 @@ public final class Engine: @unchecked Sendable {
     /// from any thread while the engine runs: what a caller waits for to act at a point of the run given in
     /// messages rather than in time (a fault after N publishes lands at the same place on a loaded machine).
     public var publishedSoFar: UInt64 {
-        var total: UInt64 = 0
-        for stream in 0..<progress.count { total &+= progress.published(stream) }
-        return total
+        progress.total
     }
     private let readyGroup = DispatchGroup()
     /// Merges the lanes' snapshots; `onSnapshot` is called on it.
@@ -162,6 +160,10 @@ public final class Engine: @unchecked Sendable {
         // Each lane's array made at its final size: grown by doubling, the copies of the old arrays raised the
         // start's peak memory (VmHWM) by up to one more array of clients.
         let totalClients = fleets.reduce(0) { $0 + $1.configuration.count }
+        // Clients keep their indexes in 32 bits (`SimulatedClient.globalIndex32`).
+        guard totalClients <= Int(Int32.max) else {
+            throw EngineConfigurationError(message: "\(totalClients) clients in one run: at most \(Int32.max)")
+        }
         var laneSizes = Array(repeating: 0, count: laneCount)
         for global in 0..<totalClients where configuration.inSegment(global) {
             laneSizes[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane] += 1
@@ -170,6 +172,7 @@ public final class Engine: @unchecked Sendable {
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
         var tracked: [Bool] = Array(repeating: true, count: firstStream)
         var filters: [(Int, [MQTTSubscription])] = []
+        filters.reserveCapacity(laneSizes.reduce(0, +))  // at most one entry per client of this segment
         var groups: [ShareGroup] = []
         var groupIndices: [String: Int] = [:]
         var streamLocal: [Bool] = Array(repeating: false, count: firstStream)
@@ -184,6 +187,8 @@ public final class Engine: @unchecked Sendable {
         }
         let addressBook = ClientAddresses(addressList)
         var global = 0
+        // Slots of this segment's streams in `StreamProgress`, in the same order (fleet by fleet, client order).
+        var nextProgressSlot = 0
         for fleet in fleets {
             let settings = fleet.configuration
             var shapes: [NetworkShape] = []
@@ -225,6 +230,8 @@ public final class Engine: @unchecked Sendable {
                                                         version: settings.session.version)
                         replyFilters.append(MQTTSubscription(filter: replyTopic, qos: stream.qos))
                     }
+                    let progressSlot = nextProgressSlot
+                    nextProgressSlot += 1
                     let payload: StreamPayload
                     switch stream.payload {
                     case .binary(let size): payload = .binary(size: size)
@@ -232,7 +239,8 @@ public final class Engine: @unchecked Sendable {
                     case .template(let template): payload = .template(template, clientID: Array(clientID.utf8))
                     }
                     streams.append(StreamState(
-                        topic: try MQTTTopicName(topic), streamID: UInt32(id), qos: stream.qos, retain: stream.retain,
+                        topic: try MQTTTopicName(topic), streamID: UInt32(id), progressSlot: UInt32(progressSlot),
+                        qos: stream.qos, retain: stream.retain,
                         payload: payload, closed: stream.plan.isClosed, schedule: nil, pending: nil, request: request))
                 }
                 var subscriptions = settings.subscriptions(index, clientID)
@@ -291,7 +299,7 @@ public final class Engine: @unchecked Sendable {
                 let round = endpoint == nil ? global / brokers.count : index / endpoints.count
                 let broker = endpoint?.0 ?? brokers[global % brokers.count]
                 perLane[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane].append(SimulatedClient(
-                    fleet: fleet.index, indexInFleet: index, globalIndex: global, endpoint: endpoint?.1,
+                    fleet32: Int32(fleet.index), indexInFleet32: Int32(index), globalIndex32: Int32(global), endpoint: endpoint?.1,
                     addressBook: addressBook,
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID,
                                                keepsStatistics: configuration.keepsSessionStatistics),
@@ -385,7 +393,10 @@ public final class Engine: @unchecked Sendable {
             try Lane(index: index, fleets: fleets, clients: clients, configuration: configuration,
                      laneCount: laneCount, start: start, gauges: gauges)
         }
-        let progress = StreamProgress(streams: firstStream)
+        let progress = StreamProgress(
+            fleets: fleets.map { ($0.firstStream, $0.configuration.streams.count, $0.configuration.count) },
+            segmentIndex: configuration.segmentIndex, segmentCount: configuration.segmentCount)
+        precondition(progress.count == nextProgressSlot, "stream slots numbered differently from StreamProgress")
         self.progress = progress
         for lane in lanes {
             lane.streamTracked = tracked
@@ -577,12 +588,15 @@ public final class Engine: @unchecked Sendable {
             values.networkProfiles = Array(repeating: (0, NetworkCounters()), count: fleet.configuration.networks.count)
             return values
         }
-        let published = streamTracked.indices.map { progress.published($0) }
         var segment = SegmentDelivery(fleetCount: fleets.count)
         segment.index = configuration.segmentIndex
         segment.count = configuration.segmentCount
-        for stream in streamTracked.indices where streamLocal[stream] && streamTracked[stream] && published[stream] > 0 {
-            segment.published.append((stream, published[stream]))
+        // This segment's streams only (a count per stream of the whole run, made here, was 8 bytes per stream of
+        // the run in each worker at the end of the run).
+        segment.published.reserveCapacity(progress.count)
+        for stream in streamTracked.indices where streamLocal[stream] && streamTracked[stream] {
+            let published = progress.published(stream)
+            if published > 0 { segment.published.append((stream, published)) }
         }
         let paths = lanes.map { lane in lane.queue.sync { lane.sendPath } }
         result.sendPath = SendPath.combined(paths)
@@ -639,7 +653,8 @@ public final class Engine: @unchecked Sendable {
                     previousEnd = window.end
                 }
                 var counts = metrics.delivery.counts(stream: dense, expected: expected)
-                counts.missedWhileOffline = published[Int(stream)] > expected ? published[Int(stream)] - expected : 0
+                let published = progress.published(Int(stream))
+                counts.missedWhileOffline = published > expected ? published - expected : 0
                 fleetResults[fleet].delivery[streamQoS[Int(stream)]].add(counts)
                 // Publisher and subscriber both here: final (remote pairs and share groups are settled at merge).
                 segment.local[fleet][streamQoS[Int(stream)]].add(counts)
@@ -685,7 +700,8 @@ public final class Engine: @unchecked Sendable {
                     previousEnd = window.end
                 }
                 var counts = merged.counts(stream: 0, expected: expected)
-                counts.missedWhileOffline = published[stream] > expected ? published[stream] - expected : 0
+                let published = progress.published(stream)
+                counts.missedWhileOffline = published > expected ? published - expected : 0
                 fleetResults[group.fleet].delivery[streamQoS[stream]].add(counts)
             }
         }

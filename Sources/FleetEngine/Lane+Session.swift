@@ -150,8 +150,7 @@ extension Lane {
             var random = SeededRandom(seed: self.configuration.seed, stream: UInt64(clients[client].streams[stream].streamID))
             let start = now &+ Self.phaseOffset(configuration.plan, random: &random)
             clients[client].streams[stream].schedule = try? PublishSchedule(
-                plan: configuration.plan, start: start, behind: configuration.behind, maxPerTurn: 256,
-                slotLimit: configuration.messageLimit, random: random)
+                shape: fleets[clients[client].fleet].scheduleShapes[stream], start: start, random: random)
         }
     }
 
@@ -254,13 +253,14 @@ extension Lane {
         // The fields one by one: a copy of the whole stream state (schedule, payload, request) cost retains and
         // releases per message.
         let streamID = clients[client].streams[stream].streamID
+        let progressSlot = Int(clients[client].streams[stream].progressSlot)
         let closed = clients[client].streams[stream].closed
         let qos = clients[client].streams[stream].qos
         let retain = clients[client].streams[stream].retain
         // Dense numbering of what was actually published (a slot dropped while offline takes no number), so a
         // stream's published count is its next sequence number (`StreamProgress`, entitlement windows). Only
         // this lane writes the stream's count.
-        let sequence = progress.published(Int(streamID))
+        let sequence = progress.published(slot: progressSlot)
         let now = self.now
         // Closed model: the message is intended when it actually goes out (one the window refused goes later
         // than the turn that handed it out), so its latency counts from the send.
@@ -310,7 +310,7 @@ extension Lane {
         switch result {
         case .sent:
             metrics.fleets[clients[client].fleet].counters.published[qos] += 1
-            progress.setPublished(Int(streamID), sequence &+ 1)
+            progress.setPublished(slot: progressSlot, sequence &+ 1)
             if clients[client].streams[stream].request != nil { metrics.fleets[clients[client].fleet].counters.requestsSent += 1 }
             // A closed-model message has no intended time of its own: no schedule lag, no generator lag.
             if closed { return true }

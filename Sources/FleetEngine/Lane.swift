@@ -127,7 +127,13 @@ final class Lane: @unchecked Sendable {
         for client in clients { client.outbound.borrowBlocks(from: outboundBlocks) }
         self.clients = clients
         self.metrics = LaneMetrics(fleetCount: fleets.count, start: start)
-        var fleetClients: [[Int]] = Array(repeating: [], count: fleets.count)
+        var fleetSizes = Array(repeating: 0, count: fleets.count)
+        for client in clients { fleetSizes[client.fleet] += 1 }
+        var fleetClients: [[Int]] = fleetSizes.map { size in
+            var positions: [Int] = []
+            positions.reserveCapacity(size)  // made at its final size, not grown by doubling
+            return positions
+        }
         for (position, client) in clients.enumerated() { fleetClients[client.fleet].append(position) }
         self.fleetClients = fleetClients
         self.brokers = configuration.brokers

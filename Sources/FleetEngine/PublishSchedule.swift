@@ -97,6 +97,21 @@ public struct PublishTurn: Sendable, Equatable {
     }
 }
 
+/// The part of a publishing stream's schedule its fleet's clients share (`PublishSchedule.shape`).
+public final class PublishShape: Sendable {
+    public let plan: PublishPlan
+    public let behind: BehindPolicy
+    public let maxPerTurn: Int
+    public let slotLimit: UInt64?
+
+    public init(plan: PublishPlan, behind: BehindPolicy = .catchUp, maxPerTurn: Int = 64, slotLimit: UInt64? = nil) {
+        self.plan = plan
+        self.behind = behind
+        self.maxPerTurn = max(maxPerTurn, 1)
+        self.slotLimit = slotLimit
+    }
+}
+
 /// The schedule state of one publishing stream: allocation-free, driven by the lane with the time of its turn.
 ///
 ///     var turn = schedule.beginTurn(now: now)
@@ -104,27 +119,50 @@ public struct PublishTurn: Sendable, Equatable {
 ///     dropped += turn.dropped
 ///     if let wake = schedule.nextIntendedTime { wheel.schedule(client: c, kind: publishKind, deadline: wake) }
 public struct PublishSchedule: Sendable {
-    public let plan: PublishPlan
-    public let behind: BehindPolicy
+    /// What every client of a fleet's stream shares: its plan, the per-turn budget and the slot limit (one object
+    /// per stream of a fleet, not their ~50 bytes in each client's schedule).
+    public let shape: PublishShape
+    public var plan: PublishPlan { shape.plan }
     /// Most messages handed out in one turn, so a client far behind cannot starve the rest of its lane.
-    public let maxPerTurn: Int
+    public var maxPerTurn: Int { shape.maxPerTurn }
     /// Total slots in the plan (sent + dropped), nil = unlimited.
-    public let slotLimit: UInt64?
+    public var slotLimit: UInt64? { shape.slotLimit }
     public let start: UInt64
-    /// `plan.isClosed`, kept apart so the per-message path tests a flag.
-    public let isClosed: Bool
 
-    /// The intended time of the next slot, nil when the plan is finished.
-    public private(set) var nextIntendedTime: UInt64?
+    /// `nextIntendedTime` when `hasNext`.
+    private var nextTime: UInt64 = 0
+    /// The following slot's time when a drop decision needed it early (random plans draw it only once):
+    /// `lookaheadTime` when `lookaheadIsSome`, valid while `hasLookahead`.
+    private var lookaheadTime: UInt64 = 0
     public private(set) var sentCount: UInt64 = 0
-    public private(set) var droppedCount: UInt64 = 0
-
     /// Index of the slot at `nextIntendedTime` (= sent + dropped so far).
     private var slotIndex: UInt64 = 0
-    /// The following slot's time when a drop decision needed it early (random plans draw it only once).
-    private var lookahead: UInt64?
-    private var hasLookahead = false
     private var random: SeededRandom
+    private var hasNext = false
+    private var hasLookahead = false
+    private var lookaheadIsSome = false
+    /// `plan.isClosed` and `behind == .drop`, kept inline so the per-message path tests a flag.
+    public let isClosed: Bool
+    private let drops: Bool
+
+    public var behind: BehindPolicy { drops ? .drop : .catchUp }
+    /// The intended time of the next slot, nil when the plan is finished.
+    public private(set) var nextIntendedTime: UInt64? {
+        get { hasNext ? nextTime : nil }
+        set {
+            hasNext = newValue != nil
+            nextTime = newValue ?? 0
+        }
+    }
+    /// Slots skipped under `drop` (every slot passed is either sent or dropped).
+    public var droppedCount: UInt64 { slotIndex &- sentCount }
+    private var lookahead: UInt64? {
+        get { lookaheadIsSome ? lookaheadTime : nil }
+        set {
+            lookaheadIsSome = newValue != nil
+            lookaheadTime = newValue ?? 0
+        }
+    }
 
     /// - Parameters:
     ///   - start: when the plan begins (typically connection time plus a per-client phase offset).
@@ -132,15 +170,19 @@ public struct PublishSchedule: Sendable {
     /// Throws the plan's `validationError` (a plan from a scenario file must never trap the process).
     public init(plan: PublishPlan, start: UInt64, behind: BehindPolicy = .catchUp, maxPerTurn: Int = 64,
                 slotLimit: UInt64? = nil, random: SeededRandom) throws(PublishPlanError) {
-        if let message = plan.validationError { throw PublishPlanError(message: message) }
-        self.plan = plan
-        self.behind = behind
-        self.maxPerTurn = max(maxPerTurn, 1)
-        self.slotLimit = slotLimit
+        try self.init(shape: PublishShape(plan: plan, behind: behind, maxPerTurn: maxPerTurn, slotLimit: slotLimit),
+                      start: start, random: random)
+    }
+
+    /// A schedule of `shape` (shared by every client of a fleet's stream) from `start`.
+    public init(shape: PublishShape, start: UInt64, random: SeededRandom) throws(PublishPlanError) {
+        if let message = shape.plan.validationError { throw PublishPlanError(message: message) }
+        self.shape = shape
         self.start = start
-        self.isClosed = plan.isClosed
+        self.isClosed = shape.plan.isClosed
+        self.drops = shape.behind == .drop
         self.random = random
-        nextIntendedTime = slotLimit == 0 ? nil : slotTime(index: 0, previous: start)
+        nextIntendedTime = shape.slotLimit == 0 ? nil : slotTime(index: 0, previous: start)
     }
 
     public func beginTurn(now: UInt64) -> PublishTurn {
@@ -150,8 +192,7 @@ public struct PublishSchedule: Sendable {
     /// The next message to send in this turn, or nil when none is due or the turn's budget is spent.
     public mutating func next(in turn: inout PublishTurn) -> ScheduledSend? {
         while turn.remaining > 0, let intended = nextIntendedTime, intended <= turn.now {
-            if behind == .drop, isSuperseded(intended: intended, now: turn.now) {
-                droppedCount += 1
+            if drops, isSuperseded(intended: intended, now: turn.now) {
                 turn.dropped += 1
                 advance()
                 continue

@@ -66,8 +66,6 @@ public struct TimingWheel: Sendable {
     private var readyTail: Int32 = -1
     /// Entries in the ready list (due, not yet popped).
     public private(set) var readyCount: Int = 0
-    /// Scratch for sorting one tick's entries; its capacity is the node count, so it never grows.
-    private var sortScratch: [Int32]
     /// The answer of `nextExpiration` for the buckets (a tick; .max: none), valid while `earliestIsCurrent`.
     /// Working it out walks the earliest higher-level slot, which in a fleet that only receives holds every
     /// client's keep-alive deadline; the lane asks every turn, so the answer is kept and only worked out again
@@ -102,8 +100,6 @@ public struct TimingWheel: Sendable {
         location = Array(repeating: Self.none, count: nodes)
         bucketHeads = Array(repeating: Self.none, count: Self.levelCount * Self.slotsPerLevel)
         occupancy = Array(repeating: 0, count: Self.levelCount)
-        sortScratch = []
-        sortScratch.reserveCapacity(max(nodes, 1))
     }
 
     // MARK: Scheduling
@@ -336,24 +332,34 @@ public struct TimingWheel: Sendable {
         var node = bucketHeads[bucket]
         bucketHeads[bucket] = Self.none
         occupancy[level] &= ~(1 << UInt64(slot))
-        sortScratch.removeAll(keepingCapacity: true)
+        // Due entries are linked through `nextNode` in a list of their own and sorted there (no scratch array:
+        // one sized for every node of the lane was 4 bytes per timer, 20 per client).
+        var dueHead = Self.none
+        var dueTail = Self.none
+        var dueCount = 0
         while node != Self.none {
             let index = Int(node)
             node = nextNode[index]
             nextNode[index] = Self.none
             previousNode[index] = Self.none
             if whenTicks[index] <= elapsedTicks {
-                sortScratch.append(Int32(index))
+                if dueTail == Self.none { dueHead = Int32(index) } else { nextNode[Int(dueTail)] = Int32(index) }
+                dueTail = Int32(index)
+                dueCount += 1
             } else {
                 insert(index)
             }
         }
         // The top level's slot may hold parked entries, which stood for its start.
         if level == Self.levelCount - 1 { earliestIsCurrent = false }
-        guard !sortScratch.isEmpty else { return }
+        guard dueCount > 0 else { return }
         earliestIsCurrent = false  // the earliest entries fired
-        sortByDeadline()
-        for index in sortScratch { appendReady(Int(index)) }
+        var sorted = sortList(dueHead, count: dueCount)
+        while sorted != Self.none {
+            let next = nextNode[Int(sorted)]
+            appendReady(Int(sorted))
+            sorted = next
+        }
     }
 
     @inline(__always)
@@ -372,48 +378,40 @@ public struct TimingWheel: Sendable {
         return da != db ? da < db : a < b
     }
 
-    /// In-place sort of `sortScratch` without allocating: insertion sort for the usual handful of entries in
-    /// one tick, heapsort when a whole fleet shares a tick.
-    private mutating func sortByDeadline() {
-        var scratch = sortScratch
-        sortScratch = []  // hand the buffer over so mutating it does not copy
-        let n = scratch.count
-        if n <= 32 {
-            for i in 1..<max(n, 1) {
-                let item = scratch[i]
-                var j = i - 1
-                while j >= 0 && ordered(item, scratch[j]) {
-                    scratch[j + 1] = scratch[j]
-                    j -= 1
-                }
-                scratch[j + 1] = item
+    /// Sorts the `count` entries linked through `nextNode` from `head` (the last one linking to none) by deadline,
+    /// then node; returns the new head. A merge sort of the list in place: no allocation, O(n log n) when a whole
+    /// fleet shares a tick, recursion depth log2(n).
+    private mutating func sortList(_ head: Int32, count: Int) -> Int32 {
+        guard count > 1 else { return head }
+        let leftCount = count / 2
+        var leftTail = head
+        for _ in 1..<leftCount { leftTail = nextNode[Int(leftTail)] }
+        let right = nextNode[Int(leftTail)]
+        nextNode[Int(leftTail)] = Self.none
+        let left = sortList(head, count: leftCount)
+        let rightSorted = sortList(right, count: count - leftCount)
+        return merge(left, rightSorted)
+    }
+
+    private mutating func merge(_ first: Int32, _ second: Int32) -> Int32 {
+        var a = first
+        var b = second
+        var head = Self.none
+        var tail = Self.none
+        while a != Self.none && b != Self.none {
+            let node: Int32
+            if ordered(b, a) {
+                node = b
+                b = nextNode[Int(b)]
+            } else {
+                node = a
+                a = nextNode[Int(a)]
             }
-        } else {
-            func siftDown(_ start: Int, _ end: Int) {
-                var root = start
-                while 2 * root + 1 < end {
-                    var child = 2 * root + 1
-                    if child + 1 < end && ordered(scratch[child], scratch[child + 1]) { child += 1 }
-                    if ordered(scratch[root], scratch[child]) {
-                        scratch.swapAt(root, child)
-                        root = child
-                    } else {
-                        return
-                    }
-                }
-            }
-            var start = n / 2 - 1
-            while start >= 0 {
-                siftDown(start, n)
-                start -= 1
-            }
-            var end = n - 1
-            while end > 0 {
-                scratch.swapAt(0, end)
-                siftDown(0, end)
-                end -= 1
-            }
+            if tail == Self.none { head = node } else { nextNode[Int(tail)] = node }
+            tail = node
         }
-        sortScratch = scratch
+        let rest = a != Self.none ? a : b
+        if tail == Self.none { head = rest } else { nextNode[Int(tail)] = rest }
+        return head
     }
 }

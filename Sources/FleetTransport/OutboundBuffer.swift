@@ -17,14 +17,30 @@ public final class OutboundBuffer {
     private var storage: UnsafeMutableRawPointer?
     /// Where first-size blocks come from and go back to; nil: the buffer keeps its block until `releaseStorage`.
     public private(set) var pool: OutboundBlockPool?
-    public private(set) var capacity = 0
-    private var readIndex = 0
-    private var writeIndex = 0
+    // Sizes and indexes in 32 bits (a buffer never exceeds `maximumCapacity`, checked to fit): every client has
+    // one of these objects, 56 bytes with malloc's header instead of 72 (a 64-byte block instead of an 80-byte one).
+    private var capacity32: Int32 = 0
+    private var readIndex32: Int32 = 0
+    private var writeIndex32: Int32 = 0
+    private let initialCapacity32: Int32
+    private let maximumCapacity32: Int32
+    public private(set) var capacity: Int {
+        get { Int(capacity32) }
+        set { capacity32 = Int32(truncatingIfNeeded: newValue) }
+    }
+    private var readIndex: Int {
+        get { Int(readIndex32) }
+        set { readIndex32 = Int32(truncatingIfNeeded: newValue) }
+    }
+    private var writeIndex: Int {
+        get { Int(writeIndex32) }
+        set { writeIndex32 = Int32(truncatingIfNeeded: newValue) }
+    }
     /// First allocation size.
-    public let initialCapacity: Int
+    public var initialCapacity: Int { Int(initialCapacity32) }
     /// Appends that would grow past this are refused: the caller treats it as backpressure (a slow broker),
     /// instead of letting memory grow without bound.
-    public let maximumCapacity: Int
+    public var maximumCapacity: Int { Int(maximumCapacity32) }
 
     /// What a flush left behind.
     public enum FlushResult: Sendable, Equatable {
@@ -36,8 +52,9 @@ public final class OutboundBuffer {
 
     public init(initialCapacity: Int = 4096, maximumCapacity: Int = 4 << 20) {
         precondition(initialCapacity > 0 && maximumCapacity >= initialCapacity, "bad OutboundBuffer capacities")
-        self.initialCapacity = initialCapacity
-        self.maximumCapacity = maximumCapacity
+        precondition(maximumCapacity <= Int(Int32.max), "OutboundBuffer capacities are kept in 32 bits")
+        self.initialCapacity32 = Int32(initialCapacity)
+        self.maximumCapacity32 = Int32(maximumCapacity)
         self.pool = nil
     }
 

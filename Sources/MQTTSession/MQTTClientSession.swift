@@ -44,7 +44,6 @@ public struct MQTTClientSession: Sendable {
     public let settings: MQTTSessionSettings
     /// The Client Identifier; replaced by a 5.0 Assigned Client Identifier (§3.2.2.3.7) for later connects.
     public internal(set) var clientID: String
-    public internal(set) var state: State = .disconnected
     /// The session's counters, when it keeps them (`keepsStatistics`); zeros otherwise. The engine counts every
     /// event itself and keeps none: 8 bytes in each session instead of the counters' 88 inline.
     public internal(set) var statistics: MQTTSessionStatistics {
@@ -77,7 +76,6 @@ public struct MQTTClientSession: Sendable {
     // MARK: Timing (monotonic ns)
 
     var connectSentAt: UInt64 = 0
-    var connAckTimeoutReported = false
     /// Last packet written: PINGREQ is due `keepAliveSeconds` later.
     var lastPacketSentAt: UInt64 = 0
     var pingSentAt: UInt64 = 0
@@ -89,6 +87,9 @@ public struct MQTTClientSession: Sendable {
     var nextPacketID: UInt16 = 1
     /// Set once identifiers wrapped past 65535: only then can a candidate still be in use.
     var packetIDsWrapped = false
+    /// Declared beside the other small fields: a field of 1 byte between 8-byte ones took 8.
+    public internal(set) var state: State = .disconnected
+    var connAckTimeoutReported = false
     var outbound = MQTTOutboundWindow()
     var pendingRequests: [MQTTPendingRequest] = []
     var subscriptionGroups: [MQTTSubscriptionGroup] = []

@@ -69,7 +69,47 @@ struct EngineIdleMemoryTests {
     @Test("a client's vehicle is kept apart from it: 8 bytes in every client, nothing allocated until its first sample")
     func vehicleIsBoxed() {
         #expect(MemoryLayout<VehicleBox?>.size == 8)
-        #expect(MemoryLayout<SimulatedClient>.size == 497)
+        // 497 before: indexes in 32 bits, the entitlement windows boxed, the small fields packed together.
+        #expect(MemoryLayout<SimulatedClient>.size == 424)
+        #expect(MemoryLayout<EntitlementState?>.size == 8)
+    }
+
+    @Test("a stream's state without the schedule's shared part: 156 bytes, 232 before")
+    func streamStateSize() {
+        #expect(MemoryLayout<PublishSchedule>.size == 85)
+        #expect(MemoryLayout<PublishSchedule?>.size == 85)  // the shape reference's spare bits say nil
+        #expect(MemoryLayout<StreamState>.size == 156)
+    }
+
+    @Test("clients of one fleet stream share one schedule shape")
+    func scheduleShapeShared() throws {
+        let fleets = try Self.topicFleets()
+        #expect(fleets[0].scheduleShapes.count == 2)
+        let first = try PublishSchedule(shape: fleets[0].scheduleShapes[0], start: 5, random: SeededRandom(seed: 1, stream: 1))
+        let second = try PublishSchedule(shape: fleets[0].scheduleShapes[0], start: 9, random: SeededRandom(seed: 1, stream: 2))
+        #expect(first.shape === second.shape)
+        #expect(first.plan == .interval(period: 1_000_000_000))
+        #expect(first.maxPerTurn == 256)
+        #expect(first.behind == .catchUp)
+        #expect(first.nextIntendedTime == 5 && second.nextIntendedTime == 9)
+    }
+
+    @Test("stream counts only for the segment's own streams, in the order the engine numbers them")
+    func progressSlotsOfSegment() {
+        // Two fleets: 5 clients with 2 streams (streams 0..<10), then 4 clients with 1 stream (streams 10..<14);
+        // segment 1 of 3 holds global clients 1, 4 (fleet 0) and 7 (fleet 1).
+        let progress = StreamProgress(fleets: [(0, 2, 5), (10, 1, 4)], segmentIndex: 1, segmentCount: 3)
+        #expect(progress.count == 5)
+        #expect((0..<14).map { progress.slot($0) } == [nil, nil, 0, 1, nil, nil, nil, nil, 2, 3, nil, nil, 4, nil])
+        progress.setPublished(slot: 3, 7)
+        progress.setPublished(slot: 4, 2)
+        #expect(progress.published(9) == 7)
+        #expect(progress.published(12) == 2)
+        #expect(progress.published(0) == 0)  // another segment's stream: never published here
+        #expect(progress.published(99) == 0)
+        #expect(progress.total == 9)
+        let whole = StreamProgress(streams: 4)
+        #expect(whole.count == 4 && (0..<4).map { whole.slot($0) } == [0, 1, 2, 3])
     }
 
     static func topicFleets() throws -> [FleetRuntime] {
