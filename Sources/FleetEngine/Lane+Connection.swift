@@ -296,8 +296,14 @@ extension Lane {
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
            clients[client].phase == .connected, clients[client].subscriptions.isEmpty, clients[client].network == nil {
-            let missing = min(freeWindowSlotsMissing(client), windowState(client).inFlight)
-            if missing >= 2 { mark = Int32(4 * missing) }
+            let inFlight = windowState(client).inFlight
+            let missing = min(freeWindowSlotsMissing(client), inFlight)
+            if missing >= 2 {
+                // QoS 2: the PUBRECs owed are awaited too, so the turn that refills also answers them and one
+                // write carries PUBRELs and PUBLISHes (every in-flight message owes one 4-byte ack now).
+                let pubRecs = withUnsafeMutablePointer(to: &clients[client].session) { $0.pointee.awaitingPubRecCount }
+                mark = Int32(4 * min(missing + pubRecs, inFlight))
+            }
         }
         guard mark != clients[client].receiveLowWatermark else { return }
         do {

@@ -47,17 +47,13 @@ public struct MQTTClientSession: Sendable {
     public internal(set) var state: State = .disconnected
     /// The session's counters, when it keeps them (`keepsStatistics`); zeros otherwise. The engine counts every
     /// event itself and keeps none: 8 bytes in each session instead of the counters' 88 inline.
-    public internal(set) var statistics: MQTTSessionStatistics {
-        get { statisticsStorage.first ?? MQTTSessionStatistics() }
-        set { if !statisticsStorage.isEmpty { statisticsStorage[0] = newValue } }
-        _modify {
-            if statisticsStorage.isEmpty {
-                var discarded = MQTTSessionStatistics()
-                yield &discarded
-            } else {
-                yield &statisticsStorage[0]
-            }
-        }
+    public var statistics: MQTTSessionStatistics { statisticsStorage.first ?? MQTTSessionStatistics() }
+
+    /// Counts into the statistics when the session keeps them. A `_modify` accessor yielding a discarded copy
+    /// for a session without them allocated the accessor's frame (malloc and free) at every publish and ack.
+    @inline(__always)
+    mutating func updateStatistics(_ change: (inout MQTTSessionStatistics) -> Void) {
+        if !statisticsStorage.isEmpty { change(&statisticsStorage[0]) }
     }
     /// One element when the session keeps statistics, none otherwise (no storage).
     var statisticsStorage: [MQTTSessionStatistics]
@@ -125,6 +121,18 @@ public struct MQTTClientSession: Sendable {
             index += 1
         }
         return (qos1, qos2)
+    }
+
+    /// In-flight QoS 2 messages awaiting their PUBREC: each owes the broker's PUBREC now and its PUBCOMP only
+    /// after our PUBREL (every other in-flight message owes one ack without anything more from us).
+    public var awaitingPubRecCount: Int {
+        var count = 0
+        var index = outbound.head
+        while index < outbound.slots.count {
+            if outbound.slots[index].awaiting == .pubRec { count += 1 }
+            index += 1
+        }
+        return count
     }
 
     /// The in-flight limit now: the configured window, capped in 5.0 by the broker's Receive Maximum.
@@ -260,7 +268,7 @@ public struct MQTTClientSession: Sendable {
             }
         }
         lastPacketSentAt = now
-        statistics.countPublished(qos)
+        updateStatistics { $0.countPublished(qos) }
         guard qos != .atMostOnce else { return .sent(packetID: 0) }
 
         // The packet is the last `size` bytes of the output (writing may have compacted the buffer).
