@@ -287,7 +287,9 @@ extension Lane {
     /// SO_RCVLOWAT for the next wakeup. While a client waits for its window to refill, every ack it waits for
     /// is owed by the broker without anything more from us (its PUBLISH and PUBREL are all written), and each
     /// is 4 bytes at least: a mark of 4 bytes per missing slot wakes the lane once per refill instead of once
-    /// per ack, and can always be reached. Otherwise (a partial packet kept, bytes still to write, TLS or
+    /// per ack, and can always be reached. At QoS 2 each PUBREC owed adds 4 bytes (at most 4 per message in
+    /// flight, each of which owes exactly one packet): the refill's turn then answers the PUBRECs too, and the
+    /// PUBRELs go out with the PUBLISHes instead of after a wakeup, a read and a write of their own. Otherwise (a partial packet kept, bytes still to write, TLS or
     /// WebSocket framing, a broker seen holding acks back, one slot missing) it is 1, and so on a client that
     /// subscribes: a message for it must be read (and timed) when it comes, not when the acks reach the mark.
     func adjustLowWatermark(_ client: Int) {
