@@ -287,9 +287,7 @@ extension Lane {
     /// SO_RCVLOWAT for the next wakeup. While a client waits for its window to refill, every ack it waits for
     /// is owed by the broker without anything more from us (its PUBLISH and PUBREL are all written), and each
     /// is 4 bytes at least: a mark of 4 bytes per missing slot wakes the lane once per refill instead of once
-    /// per ack, and can always be reached. At QoS 2 each PUBREC owed adds 4 bytes (at most 4 per message in
-    /// flight, each of which owes exactly one packet): the refill's turn then answers the PUBRECs too, and the
-    /// PUBRELs go out with the PUBLISHes instead of after a wakeup, a read and a write of their own. Otherwise (a partial packet kept, bytes still to write, TLS or
+    /// per ack, and can always be reached. Otherwise (a partial packet kept, bytes still to write, TLS or
     /// WebSocket framing, a broker seen holding acks back, one slot missing) it is 1, and so on a client that
     /// subscribes: a message for it must be read (and timed) when it comes, not when the acks reach the mark.
     func adjustLowWatermark(_ client: Int) {
@@ -298,14 +296,8 @@ extension Lane {
         if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
            !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
            clients[client].phase == .connected, clients[client].subscriptions.isEmpty, clients[client].network == nil {
-            let inFlight = windowState(client).inFlight
-            let missing = min(freeWindowSlotsMissing(client), inFlight)
-            if missing >= 2 {
-                // QoS 2: the PUBRECs owed are awaited too, so the turn that refills also answers them and one
-                // write carries PUBRELs and PUBLISHes (every in-flight message owes one 4-byte ack now).
-                let pubRecs = withUnsafeMutablePointer(to: &clients[client].session) { $0.pointee.awaitingPubRecCount }
-                mark = Int32(4 * min(missing + pubRecs, inFlight))
-            }
+            let missing = min(freeWindowSlotsMissing(client), windowState(client).inFlight)
+            if missing >= 2 { mark = Int32(4 * missing) }
         }
         guard mark != clients[client].receiveLowWatermark else { return }
         do {

@@ -123,18 +123,6 @@ public struct MQTTClientSession: Sendable {
         return (qos1, qos2)
     }
 
-    /// In-flight QoS 2 messages awaiting their PUBREC: each owes the broker's PUBREC now and its PUBCOMP only
-    /// after our PUBREL (every other in-flight message owes one ack without anything more from us).
-    public var awaitingPubRecCount: Int {
-        var count = 0
-        var index = outbound.head
-        while index < outbound.slots.count {
-            if outbound.slots[index].awaiting == .pubRec { count += 1 }
-            index += 1
-        }
-        return count
-    }
-
     /// The in-flight limit now: the configured window, capped in 5.0 by the broker's Receive Maximum.
     public var inFlightWindow: Int {
         Int(settings.version.hasProperties ? min(settings.inFlightWindow, brokerReceiveMaximum) : settings.inFlightWindow)

@@ -189,9 +189,7 @@ struct EngineWindowRefillTests {
         defer { run.broker.stop() }
         #expect(run.await(4) { run.publishedIDs.count } == 4)
         #expect(run.settled { run.publishedIDs.count } == 4)
-        // QoS 2: the 4 PUBRECs owed count too (16 bytes); QoS 1: the 2 PUBACKs of the slots awaited (8 bytes).
-        let raised: Int32 = qos == .exactlyOnce ? 16 : 8
-        #expect(run.receiveLowWatermark == (subscribes ? 1 : raised))
+        #expect(run.receiveLowWatermark == (subscribes ? 1 : 8))
         var pubRecsReleased = 0
         for acks in 1...WindowRefillHarness.messages {
             let published = run.publishedIDs
@@ -207,10 +205,8 @@ struct EngineWindowRefillTests {
             let expected = min(WindowRefillHarness.messages, acks < 5 || subscribes ? 4 + acks - acks % 2 : 4 + acks)
             #expect(run.await(expected) { run.publishedIDs.count } == expected, "after \(acks) acks")
             #expect(run.settled { run.publishedIDs.count } == expected, "after \(acks) acks")
-            // Raised again by each refill in halves (window full, 2 slots awaited, at QoS 2 also the 2 new
-            // messages' PUBRECs: 16 bytes, which the 2 PUBRECs released next leave a stall below, in the same
-            // round as the lone completion after them); 1 for good from the 3rd stall.
-            #expect(run.receiveLowWatermark == (!subscribes && (acks == 2 || acks == 4) ? raised : 1), "after \(acks) acks")
+            // Raised again by each refill in halves (window full, 2 slots awaited); 1 for good from the 3rd stall.
+            #expect(run.receiveLowWatermark == (!subscribes && (acks == 2 || acks == 4) ? 8 : 1), "after \(acks) acks")
         }
         let result = try #require(run.finish())
         #expect(result.counters.lowWatermarkFallbacks == (subscribes ? 0 : 1))
@@ -231,8 +227,7 @@ struct EngineWindowRefillTests {
         defer { run.broker.stop() }
         #expect(run.await(4) { run.publishedIDs.count } == 4)
         #expect(run.settled { run.publishedIDs.count } == 4)
-        let raised: Int32 = qos == .exactlyOnce ? 16 : 8
-        #expect(run.receiveLowWatermark == raised)
+        #expect(run.receiveLowWatermark == 8)
         var acked = 0
         for round in 1...3 {
             let published = run.publishedIDs
@@ -249,7 +244,7 @@ struct EngineWindowRefillTests {
             #expect(run.await(expected) { run.publishedIDs.count } == expected, "round \(round)")
             #expect(run.settled { run.publishedIDs.count } == expected, "round \(round)")
             // Full again with 4 more due after round 1; after round 2 all 12 are out and nothing waits.
-            #expect(run.receiveLowWatermark == (round == 1 ? raised : 1), "round \(round)")
+            #expect(run.receiveLowWatermark == (round == 1 ? 8 : 1), "round \(round)")
         }
         let result = try #require(run.finish())
         #expect(result.counters.lowWatermarkFallbacks == 0)
@@ -258,40 +253,6 @@ struct EngineWindowRefillTests {
         #expect(result.counters.acked[level] == 12)
         #expect(result.counters.ackTimeouts == AckTimeoutCounts())
         #expect(result.counters.disconnects == [.clientInitiated: 1])
-    }
-
-    /// QoS 2 after a refill: 2 messages await PUBCOMP and the 2 new ones PUBREC. The mark is 16 bytes (every
-    /// in-flight message owes one 4-byte packet), not the 8 of the 2 slots awaited: the PUBCOMPs alone would
-    /// wake the client to refill, and the PUBRECs right after them again, to answer them with a write of its own.
-    /// Reached, the turn refills and answers the PUBRECs together.
-    @Test("QoS 2: after a refill the mark counts the PUBRECs owed (16 bytes); PUBCOMPs and PUBRECs in one write are read without a stall")
-    func pubRecsCountTowardTheMark() throws {
-        let run = try WindowRefillHarness(qos: .exactlyOnce, behaviour: withholdingBroker)
-        run.start()
-        defer { run.broker.stop() }
-        #expect(run.await(4) { run.publishedIDs.count } == 4)
-        #expect(run.settled { run.publishedIDs.count } == 4)
-        // 4 PUBRECs owed, 2 slots awaited: 4 x 4 bytes.
-        #expect(run.receiveLowWatermark == 16)
-        let first = run.publishedIDs
-        run.release(first.map { .pubRec(MQTTPubRec(packetID: $0)) })
-        #expect(run.await(4) { run.pubRelCount } == 4)
-        // Only PUBCOMPs owed now: the 2 slots awaited, 8 bytes.
-        #expect(run.receiveLowWatermark == 8)
-        run.release([.pubComp(MQTTPubComp(packetID: first[0])), .pubComp(MQTTPubComp(packetID: first[1]))])
-        #expect(run.await(6) { run.publishedIDs.count } == 6)
-        #expect(run.settled { run.publishedIDs.count } == 6)
-        #expect(run.receiveLowWatermark == 16)
-        let refilled = Array(run.publishedIDs[4...])
-        run.release([.pubComp(MQTTPubComp(packetID: first[2])), .pubComp(MQTTPubComp(packetID: first[3]))]
-                    + refilled.map { .pubRec(MQTTPubRec(packetID: $0)) })
-        #expect(run.await(8) { run.publishedIDs.count } == 8)
-        #expect(run.await(6) { run.pubRelCount } == 6)
-        let lane = run.engine.lanes[0]
-        let stalls = lane.queue.sync { lane.clients[0].lowWatermarkStalls }
-        #expect(stalls == 0)
-        let result = try #require(run.finish())
-        #expect(result.counters.lowWatermarkFallbacks == 0)
     }
 
     /// EngineAckTimeoutTests withholds acks with the default window of 32 and 5 messages: the window is never
