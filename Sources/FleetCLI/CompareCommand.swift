@@ -30,7 +30,8 @@ struct CompareCommand: FleetCommand {
           --output FILE       also write the comparison to FILE in the chosen format; with html, only
                               there (the table is printed), e.g. --format html --output compare.html
           --all               every row: also the mean, p90 and p999 of each latency (by default p50, p99,
-                              max, counts and rates; regressions first). JSON always has every row
+                              max, counts, rates and any row that regressed; regressions first). JSON always
+                              has every row
           -h, --help          show this help
 
         Exit codes: 0 no regression, 2 usage error, 65 a report missing or unreadable, 99 a regression beyond the

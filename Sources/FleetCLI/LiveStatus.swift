@@ -15,9 +15,12 @@ struct LiveStatus: Sendable {
     /// Rates over the last second.
     var publishedPerSecond: Double = 0
     var receivedPerSecond: Double = 0
+    /// Every PUBLISH received, other runs' and retained ones included (`messages.qosN.arrived`).
+    var arrivedPerSecond: Double = 0
     /// Running totals of the previous snapshot, for the rates.
     var lastPublished: UInt64 = 0
     var lastReceived: UInt64 = 0
+    var lastArrived: UInt64 = 0
     /// End-to-end latency of the last second (ms, from the intended send time).
     var endToEndP50Ms: Double?
     var endToEndP99Ms: Double?
@@ -65,7 +68,9 @@ enum PrometheusText {
         for (name, values, help) in [
             ("fleetbench_messages_published_total", counters.published, "Messages published, by QoS."),
             ("fleetbench_messages_acked_total", counters.acked, "QoS 1/2 messages acknowledged (PUBACK/PUBCOMP), by QoS."),
-            ("fleetbench_messages_received_total", counters.received, "Messages received by subscribers, by QoS."),
+            ("fleetbench_messages_received_total", counters.received, "This run's messages received, by QoS."),
+            ("fleetbench_messages_arrived_total", counters.arrived,
+             "Every PUBLISH received, other runs' and retained ones included, by QoS."),
         ] {
             metric(name, "counter", help, MQTTQoS.allCases.map { ("qos=\"\($0.rawValue)\"", Double(values[$0])) })
         }

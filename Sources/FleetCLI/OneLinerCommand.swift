@@ -35,6 +35,9 @@ struct OneLinerCommand {
     var host: String?
     var port: Int?
     var clientID: String?
+    /// emqtt-bench's --prefix: put in front of every client id of the one-liner (its subscriber's too), joined
+    /// with `-`, so runs side by side on one broker do not take over each other's sessions.
+    var prefix: String?
     var name: String?
     var withSubscriber = false
     var printScenario = false
@@ -120,8 +123,12 @@ struct OneLinerCommand {
                                       read from FLEETBENCH_PASSWORD, and -P '${MY_VAR}' names another variable.
                                       It is never written to the scenario, the report or the screen.
                                       e.g. FLEETBENCH_PASSWORD=... fleetbench \(kind.rawValue) -u bench
-              --client-id PATTERN     client ids, with {i} (default {fleet}-{i}: pub-0, pub-1, ...),
+              --client-id PATTERN     client ids, with {i} (default {fleet}-{i}: \(kind.rawValue)-0, \(kind.rawValue)-1, ...),
                                       e.g. --client-id bench-{i:05}
+              --prefix TEXT           put TEXT- in front of every client id (emqtt-bench's --prefix);
+                                      runs at once on one broker need distinct prefixes or client ids,
+                                      else they take over each other's sessions. e.g. --prefix run2
+                                      (ids run2-\(kind.rawValue)-0, ...\(kind == .pub ? ", and run2-sub-0" : ""))
               --connect-rate N        new connections per second (default: as fast as 100 in flight allow),
                                       e.g. --connect-rate 500
               -i, --connect-interval MS  emqtt-bench's -i: milliseconds between connects (1000/MS per second),
@@ -243,6 +250,10 @@ struct OneLinerCommand {
             case "-u", "--username": command.username = try value()
             case "-P", "--password": command.password = try value()
             case "--client-id": command.clientID = try value()
+            case "--prefix":
+                let text = try value()
+                guard !text.isEmpty else { throw fail("--prefix needs a text, such as run2") }
+                command.prefix = text
             case "--connect-rate": command.connectRate = try positive("connections per second above 0, such as 500")
             case "-i", "--connect-interval":
                 let interval = try span(unit: 1_000_000, "milliseconds above 0 or a duration such as 10ms")
@@ -309,6 +320,14 @@ struct OneLinerCommand {
     }
 
     var fleetName: String { kind.rawValue }
+
+    /// The client id pattern of a fleet of the one-liner: --client-id (the publishers', subscribers' or
+    /// connections') or the scenario default, with --prefix in front. Nil leaves the scenario default.
+    func clientIDPattern(_ given: String?) -> String? {
+        guard let prefix else { return given.map(pattern) }
+        let literal = prefix.replacingOccurrences(of: "{", with: "{{").replacingOccurrences(of: "}", with: "}}")
+        return literal + "-" + (given.map(pattern) ?? "{fleet}-{i}")
+    }
 
     /// How long the run lasts: --duration; with --limit and no --duration, the connects (1 s, or the clients at
     /// --connect-rate), the limit's messages at their pace, and 1 s; otherwise 10 s.
@@ -378,7 +397,7 @@ struct OneLinerCommand {
     var scenarioJSON: JSONValue {
         let displayName = name ?? kind.rawValue
         var fleet: [JSONMember] = [JSONMember("name", .string(fleetName)), JSONMember("count", .integer(Int64(count)))]
-        if let clientID { fleet.append(JSONMember("client_id", .string(pattern(clientID)))) }
+        if let clientID = clientIDPattern(clientID) { fleet.append(JSONMember("client_id", .string(clientID))) }
         fleet += connectionMembers(subscriber: false)
         var fleets: [JSONValue] = []
         switch kind {
@@ -407,7 +426,10 @@ struct OneLinerCommand {
             fleets.append(.object(fleet))
             if withSubscriber {
                 var subscriber: [JSONMember] = [JSONMember("name", .string("sub")), JSONMember("count", .integer(1))]
-                if clientID != nil { subscriber.append(JSONMember("client_id", .string("{fleet}-{i}"))) }
+                // Not the publishers' --client-id: the scenario default, behind the --prefix.
+                if clientID != nil || prefix != nil {
+                    subscriber.append(JSONMember("client_id", .string(clientIDPattern(nil) ?? "{fleet}-{i}")))
+                }
                 subscriber += connectionMembers(subscriber: true)
                 subscriber.append(JSONMember("subscriptions", .array([.object([
                     JSONMember("filter", .string(Self.filter(matching: topic, fleet: fleetName))),
@@ -452,6 +474,7 @@ struct OneLinerCommand {
         if let protocolVersion { words += ["-V", protocolVersion] }
         if let limit { words += ["--limit", String(limit)] }
         if withSubscriber { words.append("--with-subscriber") }
+        if let prefix { words += ["--prefix", prefix] }
         return words
     }
 

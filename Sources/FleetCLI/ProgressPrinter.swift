@@ -59,7 +59,9 @@ final class ProgressPrinter: Sendable {
     static func line(_ status: LiveStatus, totalSeconds: Double, targetClients: Int) -> String {
         line(elapsedSeconds: status.elapsedSeconds, totalSeconds: totalSeconds, connected: status.connected,
              targetClients: targetClients, publishedPerSecond: status.publishedPerSecond,
-             receivedPerSecond: status.receivedPerSecond, endToEndP99Ms: status.endToEndP99Ms,
+             receivedPerSecond: status.receivedPerSecond,
+             arrivedPerSecond: status.lastArrived > status.lastReceived ? status.arrivedPerSecond : nil,
+             endToEndP99Ms: status.endToEndP99Ms,
              ackTimeouts: status.counters.ackTimeouts.total, errors: errors(status.counters),
              linkCuts: status.counters.disconnects(.linkCut))
     }
@@ -72,14 +74,17 @@ final class ProgressPrinter: Sendable {
     }
 
     static func line(elapsedSeconds: Double, totalSeconds: Double, connected: Int, targetClients: Int,
-                     publishedPerSecond: Double, receivedPerSecond: Double, endToEndP99Ms: Double?,
-                     ackTimeouts: UInt64, errors: UInt64, linkCuts: UInt64 = 0) -> String {
+                     publishedPerSecond: Double, receivedPerSecond: Double, arrivedPerSecond: Double? = nil,
+                     endToEndP99Ms: Double?, ackTimeouts: UInt64, errors: UInt64, linkCuts: UInt64 = 0) -> String {
         var parts = [
             "[\(pad(Int(elapsedSeconds.rounded(.down)), 4))s/\(Int(totalSeconds))s]",
             "connected \(connected)/\(targetClients)",
             "pub \(Int(publishedPerSecond.rounded()))/s",
             "recv \(Int(receivedPerSecond.rounded()))/s",
         ]
+        // recv is this run's messages; once others' (another run's, other tools', retained leftovers) have
+        // arrived too, every arrival is shown beside it.
+        if let arrivedPerSecond { parts.append("arrived \(Int(arrivedPerSecond.rounded()))/s") }
         if let p99 = endToEndP99Ms { parts.append(String(format: "e2e p99 %.2f ms", p99)) }
         parts.append("ack timeouts \(ackTimeouts)")
         parts.append("errors \(errors)")

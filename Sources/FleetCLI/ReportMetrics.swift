@@ -65,6 +65,7 @@ struct ReportMetrics {
             case "published": return Double(report.messages.published[level])
             case "acked": return qos == 0 ? nil : Double(report.messages.acked[level])
             case "received": return Double(report.messages.received[level])
+            case "arrived": return Double(report.messages.arrived[level])
             case "unacked_at_end": return qos == 0 ? nil : Double(report.messages.unackedAtEnd[level])
             default: return nil
             }
@@ -117,6 +118,7 @@ struct ReportMetrics {
             switch parts[1] {
             case "published": return Double(report.messages.published.total) / seconds
             case "received": return Double(report.messages.received.total) / seconds
+            case "arrived": return Double(report.messages.arrived.total) / seconds
             default: return nil
             }
         case "offline":

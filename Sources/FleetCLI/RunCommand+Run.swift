@@ -372,8 +372,11 @@ extension RunCommand {
                 let seconds = max(Double(snapshot.intervalEnd &- snapshot.intervalStart) / 1e9, 0.001)
                 status.publishedPerSecond = Double(snapshot.published &- status.lastPublished) / seconds
                 status.receivedPerSecond = Double(snapshot.received &- status.lastReceived) / seconds
+                let arrived = snapshot.counters.arrived.total
+                status.arrivedPerSecond = Double(arrived &- min(status.lastArrived, arrived)) / seconds
                 status.lastPublished = snapshot.published
                 status.lastReceived = snapshot.received
+                status.lastArrived = arrived
                 status.endToEndP50Ms = snapshot.endToEndP50Milliseconds
                 status.endToEndP99Ms = snapshot.endToEndP99Milliseconds
             }

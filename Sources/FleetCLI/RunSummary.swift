@@ -63,21 +63,27 @@ enum RunSummary {
         for level in MQTTQoS.allCases {
             let published = report.messages.published[level]
             let received = report.messages.received[level]
-            guard published > 0 || received > 0 else { continue }
+            let arrived = report.messages.arrived[level]
+            guard published > 0 || arrived > 0 else { continue }
             let delivery = report.delivery[level]
             var line = "  qos\(level.rawValue)          published \(published)"
             if level != .atMostOnce {
                 line += ", acked \(report.messages.acked[level]), unacked at end \(report.messages.unackedAtEnd[level])"
             }
-            line += ", received \(received); expected \(delivery.expected), lost \(delivery.lost), "
+            line += ", received \(received)"
+            if arrived > received { line += ", arrived \(arrived)" }
+            line += "; expected \(delivery.expected), lost \(delivery.lost), "
                 + "duplicated \(delivery.duplicated), reordered \(delivery.reordered)"
             if delivery.missedWhileOffline > 0 { line += ", missed while offline \(delivery.missedWhileOffline)" }
             if delivery.untracked > 0 { line += ", untracked \(delivery.untracked)" }
             lines.append(line)
         }
         if report.delivery.foreign > 0 || report.delivery.retainedOnSubscribe > 0 {
+            // The qos lines' `received` is this run's messages (messages.qosN.received); these are only in
+            // `arrived` (messages.qosN.arrived).
             lines.append("  not counted   foreign \(report.delivery.foreign) (not this run's), "
-                + "retained on subscribe \(report.delivery.retainedOnSubscribe)")
+                + "retained on subscribe \(report.delivery.retainedOnSubscribe); in arrived only, not in received, "
+                + "expected, lost or duplicated")
         }
         let downgrades = report.downgrades
         if downgrades.total > 0 {
@@ -138,6 +144,21 @@ enum RunSummary {
                 + pad(String(histogram.totalCount), 9) + ms(50) + ms(90) + ms(99) + ms(99.9)
                 + pad(format(Double(histogram.max) / 1000), 9))
         }
+        // Samples the percentiles above cannot show (report.json latency_ms.<kind>[.from_sent].clamped_low/_high),
+        // for every kind and both origins: printed only when some are non-zero.
+        var clamped: [String] = []
+        for kind in report.latency.kindsWithSamples {
+            for origin in LatencyOrigin.allCases {
+                let histogram = report.latency.histogram(kind, from: origin)
+                guard histogram.clampedLowCount > 0 || histogram.clampedHighCount > 0 else { continue }
+                var parts: [String] = []
+                if histogram.clampedLowCount > 0 { parts.append("\(histogram.clampedLowCount) below 0 recorded as 0") }
+                if histogram.clampedHighCount > 0 { parts.append("\(histogram.clampedHighCount) beyond 1 h recorded as 1 h") }
+                clamped.append("\(kind.reportName) from \(origin == .intended ? "intended" : "sent") "
+                    + parts.joined(separator: ", "))
+            }
+        }
+        if !clamped.isEmpty { lines.append("  clamped       " + clamped.joined(separator: "; ")) }
         for threshold in report.thresholds {
             lines.append("  threshold     \(threshold.passed ? "pass" : "FAIL")  \(threshold.expression)"
                 + (threshold.observed.map { "  (observed \(formatObserved($0, metric: threshold.metric)))" } ?? "  (not measured)"))

@@ -405,6 +405,8 @@ struct WorkerProgress: Equatable {
     var connected = 0
     var published: UInt64 = 0
     var received: UInt64 = 0
+    /// Every PUBLISH received, other runs' included.
+    var arrived: UInt64 = 0
     var ackTimeouts: UInt64 = 0
     var errors: UInt64 = 0
     /// Tunnels and emulated link drops and outages (not errors: the scenario's doing).
@@ -414,7 +416,7 @@ struct WorkerProgress: Equatable {
 
     var text: String {
         "\(elapsedSeconds) \(connected) \(published) \(received) \(ackTimeouts) \(errors) "
-            + (endToEndP99Ms.map { String($0) } ?? "-") + " \(linkCuts)\n"
+            + (endToEndP99Ms.map { String($0) } ?? "-") + " \(linkCuts) \(arrived)\n"
     }
 
     init() {}
@@ -424,6 +426,7 @@ struct WorkerProgress: Equatable {
         connected = status.connected
         published = status.lastPublished
         received = status.lastReceived
+        arrived = status.lastArrived
         ackTimeouts = status.counters.ackTimeouts.total
         errors = ProgressPrinter.errors(status.counters)
         linkCuts = status.counters.disconnects(.linkCut)
@@ -432,7 +435,7 @@ struct WorkerProgress: Equatable {
 
     init?(text: String) {
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard fields.count == 8, let elapsed = Double(fields[0]), let connected = Int(fields[1]),
+        guard fields.count == 9, let elapsed = Double(fields[0]), let connected = Int(fields[1]),
               let published = UInt64(fields[2]), let received = UInt64(fields[3]), let ackTimeouts = UInt64(fields[4]),
               let errors = UInt64(fields[5]) else { return nil }
         self.elapsedSeconds = elapsed
@@ -442,8 +445,9 @@ struct WorkerProgress: Equatable {
         self.ackTimeouts = ackTimeouts
         self.errors = errors
         self.endToEndP99Ms = Double(fields[6])
-        guard let linkCuts = UInt64(fields[7]) else { return nil }
+        guard let linkCuts = UInt64(fields[7]), let arrived = UInt64(fields[8]) else { return nil }
         self.linkCuts = linkCuts
+        self.arrived = arrived
     }
 
     /// The file's figures; zero before the worker's first second.
@@ -468,6 +472,7 @@ struct WorkerProgress: Equatable {
         connected += other.connected
         published &+= other.published
         received &+= other.received
+        arrived &+= other.arrived
         ackTimeouts &+= other.ackTimeouts
         errors &+= other.errors
         linkCuts &+= other.linkCuts
@@ -480,6 +485,8 @@ struct WorkerProgress: Equatable {
             elapsedSeconds: elapsedSeconds, totalSeconds: totalSeconds, connected: connected, targetClients: targetClients,
             publishedPerSecond: Double(published &- min(previous.published, published)) / max(seconds, 0.001),
             receivedPerSecond: Double(received &- min(previous.received, received)) / max(seconds, 0.001),
+            arrivedPerSecond: arrived > received
+                ? Double(arrived &- min(previous.arrived, arrived)) / max(seconds, 0.001) : nil,
             endToEndP99Ms: endToEndP99Ms, ackTimeouts: ackTimeouts, errors: errors, linkCuts: linkCuts)
     }
 }

@@ -499,7 +499,8 @@ public final class Engine: @unchecked Sendable {
     ///   its members' earliest open window on (`Lane.openGroupWindows`, `Lane.groupArrivals`: the lanes' distinct
     ///   arrivals summed, as a message reaches one member), and every request has its response: exact, no
     ///   waiting for quiet.
-    /// While acks are in but owed messages are missing, it waits for them as long as arrivals go on: it gives up
+    /// While acks are in but owed messages are missing, it waits for them as long as this run's messages go on arriving
+    /// (`received`; other runs' traffic does not keep it waiting): it gives up
     /// once nothing arrived for `owedQuiet` (they are lost: QoS 0 dropped, or a broker that lost them).
     /// Acks whose deadline passes during the drain are ack timeouts of their kind; what is still awaited when
     /// it ends is `unackedAtEnd`.

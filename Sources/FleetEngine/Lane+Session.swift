@@ -76,10 +76,22 @@ extension Lane {
     /// The start barrier opened: every connected client starts its schedules. The clock is read afresh first:
     /// `now` is the start of the lane's last turn, which on an idle lane may be up to a second old, and
     /// schedules starting from it would begin with that much lag.
+    ///
+    /// A client not connected by then (its connect failed or is still under way past the ready timeout) has its
+    /// scheduled streams started too, as if it had gone offline at this moment: their slots come due from now on,
+    /// so a first connect later resumes the schedule as a reconnect does (catching up or dropping by the stream's
+    /// policy), and a client that never connects leaves its due slots in `unsentAtEnd` instead of in no counter.
+    /// On-connect and closed-model streams owe nothing before a connection.
     func beginPublishing() {
         now = MonotonicClock.now()
         publishing = true
-        for client in clients.indices { startPublishing(client) }
+        for client in clients.indices {
+            if clients[client].phase == .connected {
+                startPublishing(client)
+            } else {
+                startSchedules(client, plans: { $0 != .onConnect && $0 != .closed })
+            }
+        }
         turn()
     }
 
@@ -123,9 +135,16 @@ extension Lane {
         guard clients[client].phase == .connected else { return }
         startVehicleClock(client)
         resumeFromOffline(client)
+        startSchedules(client, plans: { _ in true })
+        publishDue(client)
+    }
+
+    /// Starts the schedules of `client`'s streams whose plan `plans` accepts and that have none yet, from now.
+    func startSchedules(_ client: Int, plans: (PublishPlan) -> Bool) {
         let fleet = fleets[clients[client].fleet].configuration
         for stream in clients[client].streams.indices where clients[client].streams[stream].schedule == nil {
             let configuration = fleet.streams[stream]
+            guard plans(configuration.plan) else { continue }
             // Plans were validated when the engine was built, so this cannot fail here. Each client starts at
             // a random phase within its first period so a fleet does not publish in lockstep bursts.
             var random = SeededRandom(seed: self.configuration.seed, stream: UInt64(clients[client].streams[stream].streamID))
@@ -134,7 +153,6 @@ extension Lane {
                 plan: configuration.plan, start: start, behind: configuration.behind, maxPerTurn: 256,
                 slotLimit: configuration.messageLimit, random: random)
         }
-        publishDue(client)
     }
 
     static func phaseOffset(_ plan: PublishPlan, random: inout SeededRandom) -> UInt64 {

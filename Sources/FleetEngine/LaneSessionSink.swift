@@ -118,8 +118,14 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     ) {
         let now = lane.now
         lane.messagesThisTurn &+= 1
-        lane.metrics.fleets[fleet].counters.received[message.qos] += 1
+        lane.metrics.fleets[fleet].counters.arrived[message.qos] += 1
         if !commandTopic.isEmpty, topic.elementsEqual(commandTopic) {
+            // A request: answered whoever sent it, counted as received only when it is this run's.
+            if let header = try? EndToEndHeader.read(from: payload), header.runID == lane.runID {
+                lane.metrics.fleets[fleet].counters.received[message.qos] += 1
+            } else {
+                lane.metrics.fleets[fleet].counters.foreignMessages += 1
+            }
             lane.queueReply(payload: payload, properties: properties)
             return
         }
@@ -138,6 +144,7 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             lane.metrics.fleets[fleet].counters.foreignMessages += 1
             return
         }
+        lane.metrics.fleets[fleet].counters.received[message.qos] += 1
         let sentAt = header.sentTime
         if ownStreams.contains(header.streamID), isRequestStream[Int(header.streamID - ownStreams.lowerBound)] {
             // A reply to one of this client's requests: the payload echoes the request's header. A round trip,

@@ -191,7 +191,14 @@ public struct ClientCounters: Equatable, Sendable {
     public var published = PerQoSCounts()
     /// PUBACK for QoS 1, PUBCOMP for QoS 2 (never QoS 0).
     public var acked = PerQoSCounts()
+    /// This run's messages received (report.json `messages.qosN.received`), by the QoS they arrived with:
+    /// end-to-end deliveries of its streams (duplicates included), its requests' responses, requests reaching a
+    /// responder. Not other runs' or other publishers' messages (`foreignMessages`), not retained messages
+    /// handed over on subscribe (`retainedOnSubscribe`).
     public var received = PerQoSCounts()
+    /// Every PUBLISH that arrived, whoever sent it (`messages.qosN.arrived`): `received` plus the foreign and
+    /// retained-on-subscribe arrivals.
+    public var arrived = PerQoSCounts()
     public var bytesIn: UInt64 = 0
     public var bytesOut: UInt64 = 0
     public var ackTimeouts = AckTimeoutCounts()
@@ -296,6 +303,7 @@ public struct ClientCounters: Equatable, Sendable {
         published.add(other.published)
         acked.add(other.acked)
         received.add(other.received)
+        arrived.add(other.arrived)
         bytesIn &+= other.bytesIn
         bytesOut &+= other.bytesOut
         ackTimeouts.add(other.ackTimeouts)

@@ -182,7 +182,9 @@ public enum MetricCatalog {
         // Messages.
         Metric("messages.qos\(q).published", .number, report: "messages.qos\(q).published", "PUBLISH packets sent at this QoS"),
         Metric("messages.qos\(q).received", .number, report: "messages.qos\(q).received",
-               "PUBLISH packets received by subscribers at this QoS, duplicates included"),
+               "this run's messages received at this QoS, duplicates included (not delivery.foreign or delivery.retained_on_subscribe)"),
+        Metric("messages.qos\(q).arrived", .number, report: "messages.qos\(q).arrived",
+               "every PUBLISH received at this QoS, whoever sent it: received plus other runs' messages and retained leftovers"),
     ] } + [
         Metric("messages.qos1.acked", .number, report: "messages.qos1.acked", .needs(.qos1Publishes), "PUBACKs received"),
         Metric("messages.qos2.acked", .number, report: "messages.qos2.acked", .needs(.qos2Publishes), "PUBCOMPs received"),
@@ -236,7 +238,10 @@ public enum MetricCatalog {
                "the deadline used for each ack kind (s)"),
         // Rates.
         Metric("rates.published", .number, report: nil, .needs(.publishes), "messages published per second of the publishing phase"),
-        Metric("rates.received", .number, report: nil, .needs(.publishes), "messages received per second of the publishing phase"),
+        Metric("rates.received", .number, report: nil, .needs(.publishes),
+               "this run's messages received per second of the publishing phase (messages.qosN.received)"),
+        Metric("rates.arrived", .number, report: nil, .needs(.subscribes),
+               "PUBLISH packets arrived per second of the publishing phase, other runs' and retained ones included (messages.qosN.arrived)"),
         // Requests.
         Metric("requests.sent", .number, report: "requests.sent", "requests published"),
         Metric("requests.answered", .number, report: "requests.answered", "responses received to them"),

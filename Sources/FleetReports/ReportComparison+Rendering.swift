@@ -32,9 +32,10 @@ extension ReportComparison {
         }
     }
 
-    /// The rows a table shows: every row with `all`, else the key ones; regressions first, else in report order.
+    /// The rows a table shows: every row with `all`, else the key ones and every regression (a mean or p90 that
+    /// regressed is named in the summary, so it is in the table too); regressions first, else in report order.
     public func shownRows(all: Bool = false) -> [Row] {
-        let shown = all ? rows : rows.filter(\.isKey)
+        let shown = all ? rows : rows.filter { $0.isKey || $0.verdict == .regression }
         return shown.filter { $0.verdict == .regression } + shown.filter { $0.verdict != .regression }
     }
 

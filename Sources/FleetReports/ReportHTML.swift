@@ -273,6 +273,10 @@ public enum ReportHTML {
     static func latencyTable(_ latency: LatencyRecorder) -> String {
         var html = "<table>\n<thead><tr><th>Kind</th><th>From</th>"
         for statistic in RunReport.latencyStatistics { html += "<th class=\"num\">\(statistic)</th>" }
+        // Samples the percentiles cannot show: negative ones recorded as 0 (report.json clamped_low) and ones
+        // beyond the histogram's hour recorded as its maximum (clamped_high).
+        html += "<th class=\"num\" title=\"samples that came out negative, recorded as 0\">clamped &lt; 0</th>"
+            + "<th class=\"num\" title=\"samples beyond the histogram's range (1 h), recorded as its maximum\">clamped &gt; 1 h</th>"
         html += "</tr></thead>\n<tbody>\n"
         for kind in latency.kindsWithSamples {
             for origin in LatencyOrigin.allCases {
@@ -285,6 +289,9 @@ public enum ReportHTML {
                 html += "<td class=\"num\">\(MetricFormat.grouped(summary.count))</td>"
                 for value in [summary.min, summary.mean, summary.p50, summary.p90, summary.p99, summary.p999, summary.max] {
                     html += "<td class=\"num\">\(MetricFormat.decimal(value, places: 3))</td>"
+                }
+                for clamped in [histogram.clampedLowCount, histogram.clampedHighCount] {
+                    html += "<td class=\"num\(clamped > 0 ? " bad" : "")\">\(MetricFormat.grouped(clamped))</td>"
                 }
                 html += "</tr>\n"
             }
@@ -343,7 +350,8 @@ public enum ReportHTML {
             + "Exact: every sequence number is tracked.</p>\n"
         html += deliveryTable(report.delivery)
         html += "<p class=\"muted\">Not this run's (no header or another run id): \(MetricFormat.grouped(report.delivery.foreign)); "
-            + "retained messages delivered on subscribe: \(MetricFormat.grouped(report.delivery.retainedOnSubscribe)).</p>\n"
+            + "retained messages delivered on subscribe: \(MetricFormat.grouped(report.delivery.retainedOnSubscribe)). "
+            + "Both are in the messages' arrived count, not in received.</p>\n"
         return html + "</section>\n"
     }
 
@@ -379,9 +387,14 @@ public enum ReportHTML {
     }
 
     static func messageTable(_ messages: MessageSummary, duration: Double) -> String {
+        // Arrivals of other runs' messages and retained leftovers get columns of their own, only when there were
+        // any: received is this run's messages.
+        let showArrived = messages.arrived.total > messages.received.total
         var html = "<table>\n<thead><tr><th>QoS</th><th class=\"num\">published</th><th class=\"num\">acked</th>"
             + "<th class=\"num\">unacked at end</th>"
-            + "<th class=\"num\">received</th><th class=\"num\">published / s</th><th class=\"num\">received / s</th></tr></thead>\n<tbody>\n"
+            + "<th class=\"num\">received</th><th class=\"num\">published / s</th><th class=\"num\">received / s</th>"
+            + (showArrived ? "<th class=\"num\">arrived (all senders)</th><th class=\"num\">arrived / s</th>" : "")
+            + "</tr></thead>\n<tbody>\n"
         for qos in MQTTQoS.allCases {
             let acked = qos == .atMostOnce ? "–" : MetricFormat.grouped(messages.acked[qos])
             let unacked = qos == .atMostOnce ? "–" : MetricFormat.grouped(messages.unackedAtEnd[qos])
@@ -390,7 +403,15 @@ public enum ReportHTML {
                 + "<td class=\"num\">\(acked)</td><td class=\"\(unackedClass)\">\(unacked)</td>"
                 + "<td class=\"num\">\(MetricFormat.grouped(messages.received[qos]))</td>"
                 + "<td class=\"num\">\(rate(messages.published[qos], duration))</td>"
-                + "<td class=\"num\">\(rate(messages.received[qos], duration))</td></tr>\n"
+                + "<td class=\"num\">\(rate(messages.received[qos], duration))</td>"
+                + (showArrived ? "<td class=\"num\">\(MetricFormat.grouped(messages.arrived[qos]))</td>"
+                    + "<td class=\"num\">\(rate(messages.arrived[qos], duration))</td>" : "")
+                + "</tr>\n"
+        }
+        if showArrived {
+            html += "</tbody>\n</table>\n<p class=\"muted\">received: this run's messages; arrived: every PUBLISH, "
+                + "other runs' and publishers' (delivery.foreign) and retained leftovers (delivery.retained_on_subscribe) included.</p>\n"
+            return html
         }
         return html + "</tbody>\n</table>\n"
     }

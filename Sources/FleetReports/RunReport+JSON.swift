@@ -310,6 +310,7 @@ extension MessageSummary {
             var entry = [JSONMember("published", .count(published[qos]))]
             if qos != .atMostOnce { entry.append(JSONMember("acked", .count(acked[qos]))) }
             entry.append(JSONMember("received", .count(received[qos])))
+            entry.append(JSONMember("arrived", .count(arrived[qos])))
             if qos != .atMostOnce { entry.append(JSONMember("unacked_at_end", .count(unackedAtEnd[qos]))) }
             members.append(JSONMember("qos\(qos.rawValue)", .object(entry)))
         }

@@ -215,6 +215,9 @@ extension MessageSummary {
             published[qos] = try entry.count("published")
             if qos != .atMostOnce { acked[qos] = try entry.count("acked") }
             received[qos] = try entry.count("received")
+            // Absent from reports written before received meant this run's messages only: their `received`
+            // counted every arrival, which is what `arrived` is.
+            arrived[qos] = try entry.optionalCount("arrived") ?? received[qos]
             // Absent from reports written before the end-of-run drain counted them.
             if qos != .atMostOnce { unackedAtEnd[qos] = UInt64(try entry.optionalNumber("unacked_at_end") ?? 0) }
         }

@@ -316,7 +316,10 @@ public struct MessageSummary: Equatable, Sendable {
     public var published = PerQoSCounts()
     /// PUBACK for QoS 1, PUBCOMP for QoS 2 (QoS 0 is never acked and is not written).
     public var acked = PerQoSCounts()
+    /// This run's messages received (`messages.qosN.received`; `ClientCounters.received`).
     public var received = PerQoSCounts()
+    /// Every PUBLISH that arrived, other runs' and retained leftovers included (`messages.qosN.arrived`).
+    public var arrived = PerQoSCounts()
     /// QoS 1/2 messages still awaiting their ack, within its deadline, when the end-of-run drain ended
     /// (`ClientCounters.unackedAtEnd`; QoS 0 is not written).
     public var unackedAtEnd = PerQoSCounts()
@@ -339,12 +342,14 @@ public struct MessageSummary: Equatable, Sendable {
             published: counters.published, acked: counters.acked, received: counters.received,
             bytesIn: counters.bytesIn, bytesOut: counters.bytesOut)
         unackedAtEnd = counters.unackedAtEnd
+        arrived = counters.arrived
     }
 
     public mutating func add(_ other: MessageSummary) {
         published.add(other.published)
         acked.add(other.acked)
         received.add(other.received)
+        arrived.add(other.arrived)
         unackedAtEnd.add(other.unackedAtEnd)
         bytesIn &+= other.bytesIn
         bytesOut &+= other.bytesOut

@@ -30,6 +30,7 @@ public enum RunSummaryJSON {
             JSONMember("rates", .object([
                 JSONMember("published", .real(rounded(report.run.rate(report.messages.published.total)))),
                 JSONMember("received", .real(rounded(report.run.rate(report.messages.received.total)))),
+                JSONMember("arrived", .real(rounded(report.run.rate(report.messages.arrived.total)))),
             ])),
             JSONMember("delivery", report.delivery.jsonValue),
             JSONMember("ack_timeouts", RunReport.ackTimeoutsJSON(report.ackTimeouts, seconds: nil)),

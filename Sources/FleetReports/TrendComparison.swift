@@ -31,13 +31,13 @@ public struct TrendComparison: Sendable {
         public var regressed: Bool { rows.contains { $0?.verdict == .regression } }
     }
 
-    /// The metrics any pair shows (key rows, or every row with `all`), in report order; lines with a regression in
-    /// any run first.
+    /// The metrics any pair shows (key rows and regressions, or every row with `all`), in report order; lines with
+    /// a regression in any run first.
     public func lines(all: Bool = false) -> [Line] {
         var order: [String] = []
         var units: [String: String] = [:]
         for comparison in comparisons {
-            for row in comparison.rows where all || row.isKey {
+            for row in comparison.rows where all || row.isKey || row.verdict == .regression {
                 if units[row.metric] == nil { order.append(row.metric) }
                 units[row.metric] = row.unit
             }
@@ -50,11 +50,16 @@ public struct TrendComparison: Sendable {
         return lines.filter(\.regressed) + lines.filter { !$0.regressed }
     }
 
-    /// A run's cell: its value and change, and REGRESSION when it is one.
+    /// A run's cell: its value and change, and REGRESSION when it is one. A statistic either run has too few
+    /// samples for says so instead of a change, as the two-run table does: p99 of 11 connects is their max.
     static func cell(_ row: ReportComparison.Row?) -> String {
         guard let row else { return "–" }
         var text = ReportComparison.value(row.candidate)
-        if row.changePercent != nil { text += " (" + ReportComparison.change(row) + ")" }
+        if row.verdict == .tooFewSamples {
+            text += " (too few samples)"
+        } else if row.changePercent != nil {
+            text += " (" + ReportComparison.change(row) + ")"
+        }
         if row.verdict == .regression { text += " REGRESSION" }
         return text
     }

@@ -56,7 +56,7 @@ struct DisconnectCauseTests {
         let progress = WorkerProgress(status: status)
         #expect(progress.errors == 0)
         #expect(progress.linkCuts == 79)
-        #expect(progress.text == "3.0 5 0 0 0 0 - 79\n")
+        #expect(progress.text == "3.0 5 0 0 0 0 - 79 0\n")
         let read = try #require(WorkerProgress(text: progress.text))
         #expect(read == progress)
         var sum = WorkerProgress()
@@ -64,6 +64,37 @@ struct DisconnectCauseTests {
         sum.add(read)
         #expect(sum.line(previous: WorkerProgress(), seconds: 1, totalSeconds: 10, targetClients: 10)
             == "[   3s/10s]  connected 10/10  pub 0/s  recv 0/s  ack timeouts 0  errors 0  link cuts 158")
+    }
+
+    @Test("the progress line: recv is this run's messages; once others' arrived too, arrived N/s beside it, in one process and summed over workers")
+    func progressArrivals() throws {
+        var status = LiveStatus()
+        status.elapsedSeconds = 4
+        status.connected = 2
+        status.receivedPerSecond = 20
+        status.arrivedPerSecond = 20
+        status.lastReceived = 60
+        status.lastArrived = 60
+        #expect(ProgressPrinter.line(status, totalSeconds: 10, targetClients: 2)
+            == "[   4s/10s]  connected 2/2  pub 0/s  recv 20/s  ack timeouts 0  errors 0")
+        // Another run's 19 a second on the same topics.
+        status.arrivedPerSecond = 39
+        status.lastArrived = 117
+        #expect(ProgressPrinter.line(status, totalSeconds: 10, targetClients: 2)
+            == "[   4s/10s]  connected 2/2  pub 0/s  recv 20/s  arrived 39/s  ack timeouts 0  errors 0")
+        // Workers pass the running total on in their progress file; the sum's rate is over both.
+        let progress = WorkerProgress(status: status)
+        #expect(progress.text == "4.0 2 0 60 0 0 - 0 117\n")
+        let read = try #require(WorkerProgress(text: progress.text))
+        #expect(read == progress)
+        var sum = WorkerProgress()
+        sum.add(read)
+        sum.add(read)
+        var before = WorkerProgress()
+        before.received = 80
+        before.arrived = 156
+        #expect(sum.line(previous: before, seconds: 1, totalSeconds: 10, targetClients: 4)
+            == "[   4s/10s]  connected 4/4  pub 0/s  recv 40/s  arrived 78/s  ack timeouts 0  errors 0")
     }
 
     @Test("the summary's disconnects line: by the client, link cuts and errors, each with its reasons")

@@ -29,6 +29,8 @@ struct MergeCountersTests {
             counters.droppedSlots = base + offset + 5
             counters.abandonedPublishes = base + offset + 6
             counters.subscriptionsDowngraded = offset + 1
+            counters.received = PerQoSCounts(qos1: base + offset + 30)
+            counters.arrived = PerQoSCounts(qos1: base + offset + 37)
             return counters
         }
         let fleets = [fleetCounters(0), fleetCounters(100)]
@@ -71,6 +73,9 @@ struct MergeCountersTests {
         #expect(merged.generator.lowWatermarkRearms == 2 + 102 + 1002 + 1102)
         #expect(merged.generator.unsentAtEnd == 4 + 104 + 1004 + 1104)
         #expect(merged.connections.attempted == 10 + 110 + 1010 + 1110)
+        // This run's messages received, and every arrival (7 more per fleet: other runs' messages), apart.
+        #expect(merged.messages.received == PerQoSCounts(qos1: 30 + 130 + 1030 + 1130))
+        #expect(merged.messages.arrived == PerQoSCounts(qos1: 37 + 137 + 1037 + 1137))
 
         // Per fleet: each fleet's counts of both segments (dropped, unsent, abandoned and downgrades included).
         let cars = try #require(merged.fleets.first { $0.name == "cars" })
@@ -84,6 +89,8 @@ struct MergeCountersTests {
         #expect(cars.droppedSlots == 5 + 1005)
         #expect(cars.abandonedPublishes == 6 + 1006)
         #expect(cars.downgrades.subscriptionQoS == 2)
+        #expect(cars.messages.received == PerQoSCounts(qos1: 30 + 1030))
+        #expect(cars.messages.arrived == PerQoSCounts(qos1: 37 + 1037))
         let backend = try #require(merged.fleets.first { $0.name == "backend" })
         #expect(backend.connections.churnSkipped == 101 + 1101)
         #expect(backend.downgrades.subscriptionQoS == 202)
@@ -92,6 +99,8 @@ struct MergeCountersTests {
         let reread = try RunReport.parse(text: try merged.jsonText())
         #expect(reread.connections == merged.connections)
         #expect(reread.requests == merged.requests)
+        #expect(reread.messages == merged.messages)
+        #expect(reread.fleets.map(\.messages) == merged.fleets.map(\.messages))
         #expect(reread.generator.lowWatermarkFallbacks == merged.generator.lowWatermarkFallbacks)
         #expect(reread.fleets.map(\.connections) == merged.fleets.map(\.connections))
     }

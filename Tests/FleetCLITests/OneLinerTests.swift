@@ -120,6 +120,53 @@ struct OneLinerTests {
         #expect(fileScenario["redacted"] as? NSDictionary == flagsScenario["redacted"] as? NSDictionary)
     }
 
+    @Test("pub alone: -c 2 --limit 5 -q 1 publishes 10, all acknowledged, and the broker passes on exactly those 10")
+    func publishAlone() throws {
+        let out = RunEndToEndTests.temporaryDirectory("pub-alone")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        var configuration = MosquittoConfiguration()
+        configuration.connectionMessages = false
+        let broker = try MosquittoBroker(configuration: configuration)
+        defer { broker.stop() }
+        // mosquitto's own client as the outside subscriber, on a persistent session: it subscribes and leaves once the
+        // broker granted the subscription (-E), so the broker keeps every QoS 1 message of the run for it; after the
+        // run it comes back for them, one topic per line. No guessed sleep before the run.
+        func subscriber(_ options: [String]) throws -> (status: Int32, output: String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+            process.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "-i", "outside", "-c", "-t", "fleetbench/#",
+                                 "-q", "1"] + options
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+        #expect(try subscriber(["-E"]).status == 0)
+
+        let outcome = try Self.run(["pub", "-c", "2", "--limit", "5", "-I", "20", "-q", "1", "--broker", broker.url,
+                                    "--out", out, "--quiet"])
+        #expect(outcome.status == 0, "\(outcome.output)\n\(outcome.error)")
+        #expect(outcome.output.contains("\n  qos1          published 10, acked 10, unacked at end 0, received 0; expected 0, lost 0, duplicated 0, reordered 0\n"))
+        let report = try RunEndToEndTests.report(in: out)
+        #expect(Self.int(report, "messages", "qos1", "published") == 10)
+        #expect(Self.int(report, "messages", "qos1", "acked") == 10)
+        #expect(Self.int(report, "messages", "qos1", "unacked_at_end") == 0)
+        #expect(Self.int(report, "messages", "qos1", "received") == 0)
+        #expect(Self.int(report, "connections", "succeeded") == 2)
+        #expect(Self.int(report, "latency_ms", "puback", "count") == 10)
+        // No subscriber of the run's own: no end-to-end latency at all.
+        #expect((report["latency_ms"] as? [String: Any])?["end_to_end"] == nil)
+
+        // -C 10 leaves after ten messages; -W bounds the wait should fewer have been kept.
+        let received = try subscriber(["-F", "%t", "-C", "10", "-W", "20"])
+        #expect(received.status == 0)
+        let topics = received.output.split(separator: "\n")
+        #expect(topics.count == 10)
+        #expect(Dictionary(grouping: topics, by: { $0 }).mapValues(\.count) == ["fleetbench/pub-0": 5, "fleetbench/pub-1": 5])
+    }
+
     @Test("conn holds 5 clients; sub -q 1 receives what another publisher sends, as foreign; a payload text -V 5 -q 2 -r pub")
     func connSubAndQoS2() throws {
         let work = RunEndToEndTests.temporaryDirectory("conn-sub")
@@ -153,6 +200,9 @@ struct OneLinerTests {
         let subReport = try RunEndToEndTests.report(in: work + "/sub")
         #expect(Self.int(subReport, "connections", "succeeded") == 2)
         #expect(Self.int(subReport, "delivery", "foreign") == 8)
+        // None of them is this run's: received 0, all 8 arrived.
+        #expect(Self.int(subReport, "messages", "qos1", "received") == 0)
+        #expect(Self.int(subReport, "messages", "qos1", "arrived") == 8)
         #expect(Self.int(subReport, "delivery", "qos1", "lost") == 0)
 
         let pub = try Self.run(["pub", "-c", "2", "--limit", "4", "-I", "20", "-q", "2", "-V", "5", "-r", "-m", "hi {x}",
@@ -304,10 +354,84 @@ struct OneLinerTests {
         #expect((subscriber["subscriptions"] as? [[String: Any]])?.first?["filter"] as? String == "u/x{{y}}/{i}/#")
     }
 
+    @Test("--prefix puts TEXT- in front of every client id of pub (its subscriber too), sub and conn; braces stay literal")
+    func prefixInScenario() throws {
+        func fleets(_ arguments: [String]) throws -> [[String: Any]] {
+            let result = FleetCommandLineTests.run(arguments + ["--print-scenario"])
+            #expect(result.code == .success, "\(result.error)")
+            return try #require(try Self.json(result.output)["fleets"] as? [[String: Any]])
+        }
+        // Without --prefix nothing changes: the scenario default {fleet}-{i} (pub-0, sub-0).
+        let plain = try fleets(["pub", "-c", "2", "--with-subscriber"])
+        #expect(plain.map { $0["client_id"] as? String } == [nil, nil])
+        let pub = try fleets(["pub", "-c", "2", "--with-subscriber", "--prefix", "run2"])
+        #expect(pub.map { $0["client_id"] as? String } == ["run2-{fleet}-{i}", "run2-{fleet}-{i}"])
+        #expect(((pub[0]["publish"] as? [[String: Any]])?.first)?["topic"] as? String == "fleetbench/{client_id}")
+        let named = try fleets(["pub", "-c", "2", "--with-subscriber", "--client-id", "car-%i", "--prefix", "a{b}"])
+        #expect(named.map { $0["client_id"] as? String } == ["a{{b}}-car-{i}", "a{{b}}-{fleet}-{i}"])
+        #expect(try fleets(["sub", "--prefix", "s1"]).map { $0["client_id"] as? String } == ["s1-{fleet}-{i}"])
+        #expect(try fleets(["conn", "--prefix", "c1"]).map { $0["client_id"] as? String } == ["c1-{fleet}-{i}"])
+        // The printed scenario says which command line it came from, the prefix included.
+        let printed = FleetCommandLineTests.run(["pub", "-c", "2", "--prefix", "run2", "--print-scenario"])
+        #expect(try Self.json(printed.output)["description"] as? String == "fleetbench pub -c 2 -q 0 --prefix run2")
+        // The same flags print the same scenario: nothing random in it.
+        #expect(FleetCommandLineTests.run(["pub", "-c", "2", "--prefix", "run2", "--print-scenario"]).output == printed.output)
+        let empty = FleetCommandLineTests.run(["pub", "--prefix", ""])
+        #expect(empty.code == .usage)
+        #expect(empty.error.contains("--prefix needs a text, such as run2"))
+    }
+
+    @Test("two pub --with-subscriber runs at once on one broker and the same topics, with --prefix a and b: the ids on the wire are a-pub-0.., b-sub-0; no session taken over; each receives its own 20")
+    func prefixSideBySide() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let work = RunEndToEndTests.temporaryDirectory("prefix")
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        func arguments(_ prefix: String) -> [String] {
+            ["pub", "-c", "2", "--limit", "10", "-I", "100", "-q", "1", "-t", "side/%i", "--with-subscriber",
+             "--prefix", prefix, "--broker", broker.url, "--out", work + "/" + prefix, "--quiet"]
+        }
+        // Run a as a process of its own, its output into files; run b meanwhile through the usual helper.
+        let processA = Process()
+        processA.executableURL = URL(fileURLWithPath: try RunEndToEndTests.binary())
+        processA.arguments = arguments("a")
+        processA.currentDirectoryURL = RunEndToEndTests.root
+        FileManager.default.createFile(atPath: work + "/a.stderr", contents: nil)
+        processA.standardOutput = FileHandle.nullDevice
+        processA.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: work + "/a.stderr"))
+        try processA.run()
+        defer { if processA.isRunning { processA.terminate() } }
+        let outcomeB = try Self.run(arguments("b"))
+        processA.waitUntilExit()
+        #expect(processA.terminationStatus == 0, "\((try? String(contentsOfFile: work + "/a.stderr", encoding: .utf8)) ?? "")")
+        #expect(outcomeB.status == 0, "\(outcomeB.output)\n\(outcomeB.error)")
+        let log = try String(contentsOfFile: broker.logPath, encoding: .utf8)
+        // mosquitto logs every CONNECT's client id ("... as a-pub-0 (p2, c1, k60)."): each id once, no other.
+        let ids = log.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains("New client connected"), let range = line.range(of: " as ") else { return nil }
+            return String(line[range.upperBound...].prefix { $0 != " " })
+        }
+        #expect(ids.sorted() == ["a-pub-0", "a-pub-1", "a-sub-0", "b-pub-0", "b-pub-1", "b-sub-0"])
+        for prefix in ["a", "b"] {
+            let report = try RunEndToEndTests.report(in: work + "/" + prefix)
+            #expect(Self.int(report, "connections", "succeeded") == 3)
+            #expect(Self.int(report, "connections", "reconnects") == 0)
+            #expect((report["connections"] as? [String: Any])?["disconnects_by_reason"] as? NSDictionary
+                    == ["client_initiated": 3] as NSDictionary)
+            #expect(Self.int(report, "messages", "qos1", "published") == 20)
+            // Only the run's own messages are received; the other run's arrive as well, as foreign.
+            #expect(Self.int(report, "messages", "qos1", "received") == 20)
+            #expect(Self.int(report, "messages", "qos1", "arrived") == 20 + (Self.int(report, "delivery", "foreign") ?? -1))
+            #expect(Self.int(report, "delivery", "qos1", "lost") == 0)
+            #expect(Self.int(report, "delivery", "qos1", "duplicated") == 0)
+        }
+    }
+
     @Test("every option each one-liner takes is in its help with an example; fleetbench --help and help pub list them")
     func helpListsEveryFlag() {
         let shared = ["-c", "--count", "-V", "--protocol", "-k", "--keepalive", "-C", "--clean", "-u", "--username",
-                      "-P", "--password", "--client-id", "--connect-rate", "-i", "--connect-interval", "--duration",
+                      "-P", "--password", "--client-id", "--prefix", "--connect-rate", "-i", "--connect-interval", "--duration",
                       "--broker", "--host", "-p", "--port", "-S", "--tls", "--ws", "--threshold", "--name", "--print-scenario",
                       "--plan", "--out", "--summary-json", "--seed", "--run-id", "--lanes", "--quiet", "-h", "--help"]
         let pubOnly = ["-I", "--interval", "--rate", "-t", "--topic", "-s", "--size", "-m", "--message", "-q", "--qos",

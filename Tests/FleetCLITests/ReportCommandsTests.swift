@@ -114,11 +114,15 @@ struct ReportCommandsTests {
         let failing = Self.run(["compare", baseline, candidate, "--latency-floor", "0"])
         #expect(failing.code == .thresholdsFailed)
         #expect(failing.code.rawValue == 99)
-        #expect(failing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2   +20 %  REGRESSION\n"))
+        // The regressed p90 (+20.2 %) is shown too, and widens the change column.
+        #expect(failing.output.contains("\nlatency.end_to_end.p99    ms                  1        1.2    +20 %  REGRESSION\n"))
         // 100 samples are too few for a p999.
         #expect(failing.output.hasSuffix("\n5 regressions beyond the 10 % tolerance: latency.end_to_end.mean, "
             + "latency.end_to_end.p50, latency.end_to_end.p90, latency.end_to_end.p99, latency.end_to_end.max\n"
-            + "3 more rows (mean, p90, p999 of each latency) with --all.\n"))
+            + "1 more row (mean, p90, p999 of each latency) with --all.\n"))
+        // The regressed mean and p90 are in the default table, not only in the summary.
+        #expect(failing.output.contains("\nlatency.end_to_end.mean   ms "))
+        #expect(failing.output.contains("\nlatency.end_to_end.p90    ms "))
         #expect(Self.run(["compare", baseline, candidate, "--latency-floor", "199us"]).code == .thresholdsFailed)
 
         let json = Self.run(["compare", baseline, candidate, "--latency-floor", "500us", "--format", "json"])

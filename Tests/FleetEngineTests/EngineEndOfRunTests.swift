@@ -149,6 +149,35 @@ struct EngineEndOfRunTests {
         #expect(lag.max >= 400_000)
     }
 
+    @Test("a client still not connected when publishing starts: its due slots are unsent at end, not in no counter")
+    func neverConnectedSlotsUnsent() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        // Client 1 connects to a peer that never answers CONNECT: publishing starts at the ready timeout without
+        // it, and its 20 slots (due within 20 ms) are never sent. Client 0 sends its 20.
+        let silent = try TCPListener.listen(on: try SocketAddress(ipAddress: "127.0.0.1", port: 0), backlog: 4)
+        defer { try? silent.close() }
+        let settings = MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 0)
+        let stream = EngineStream(topic: { index, _ in "absent/\(index)" }, qos: .atMostOnce, plan: .rate(perSecond: 1000),
+                                  payloadSize: 64, messageLimit: 20)
+        let onConnect = EngineStream(topic: { index, _ in "absent/\(index)/hello" }, qos: .atMostOnce, plan: .onConnect,
+                                     payloadSize: 64)
+        let fleet = EngineFleet(name: "publishers", count: 2, clientID: { "absent-\($0)" }, session: settings,
+                                streams: [stream, onConnect])
+        let configuration = EngineConfiguration(
+            fleets: [fleet],
+            brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port),
+                      try SocketAddress(ipAddress: "127.0.0.1", port: try silent.localAddress().port)],
+            lanes: 1, readyTimeout: 300_000_000, drainTimeout: 100_000_000)
+        let result = try Engine(configuration: configuration).run(duration: 300_000_000)
+        // Client 0: 20 scheduled and its one on-connect message; client 1: nothing sent, 20 due and unsent (its
+        // on-connect message was never due: it never connected).
+        #expect(result.counters.published.qos0 == 21)
+        #expect(result.counters.unsentAtEnd == 20)
+        #expect(result.fleets["publishers"]?.counters.unsentAtEnd == 20)
+        #expect(result.counters.droppedSlots == 0)
+    }
+
     @Test("publishing starts from a fresh clock: an idle lane's first message has no stale lag")
     func freshClockAtPublishStart() throws {
         let broker = try MosquittoBroker()

@@ -54,7 +54,10 @@ struct EngineRequestResponseTests {
         let cars = try #require(result.fleets["cars"])
         let backend = try #require(result.fleets["backend"])
         #expect(backend.counters.published[.atLeastOnce] == 20)
+        // The requests are this run's: received, none foreign.
         #expect(cars.counters.received[.atLeastOnce] == 20)
+        #expect(cars.counters.arrived[.atLeastOnce] == 20)
+        #expect(cars.counters.foreignMessages == 0)
         #expect(cars.counters.requestsAnswered == 20)
         #expect(cars.counters.requestsUnanswered == 0)
         #expect(cars.counters.published[.atLeastOnce] == 20)

@@ -13,6 +13,7 @@ private struct Outcome: Equatable {
     var ready: Bool
     var connectsSucceeded: UInt64
     var received: [UInt64]
+    var arrived: [UInt64]
     var foreign: UInt64
     var endToEnd: [UInt64]
     var connectLatency: [UInt64]
@@ -93,6 +94,7 @@ struct LaneReceiveSplitTests {
                 phase: lane.clients[0].phase, ready: lane.clients[0].isReady,
                 connectsSucceeded: fleet.counters.connectsSucceeded,
                 received: [fleet.counters.received[.atMostOnce], fleet.counters.received[.atLeastOnce]],
+                arrived: [fleet.counters.arrived[.atMostOnce], fleet.counters.arrived[.atLeastOnce]],
                 foreign: fleet.counters.foreignMessages, endToEnd: values(.endToEnd, .intended),
                 connectLatency: values(.connect, .sent), subscribeLatency: values(.subscribe, .sent),
                 delivered: delivery.received, unique: delivery.unique, pendingInbound: lane.clients[0].inbound.count)
@@ -107,7 +109,9 @@ struct LaneReceiveSplitTests {
         _ = probe
         let whole = try Self.feed(bytes, splitAt: [], start: start)
         #expect(whole == Outcome(
-            phase: .connected, ready: true, connectsSucceeded: 1, received: [2, 1], foreign: 1,
+            // Received: this run's two messages (one at QoS 0, one at QoS 1); the QoS 0 one of another run
+            // arrived as well, foreign.
+            phase: .connected, ready: true, connectsSucceeded: 1, received: [1, 1], arrived: [2, 1], foreign: 1,
             // µs, as the HDR histograms keep them (3 significant digits: 10,000 and 20,000 read back as the
             // highest value of their bucket).
             endToEnd: [2, 10_000, 10_007], connectLatency: [1, 20_000, 20_015], subscribeLatency: [1, 0, 0],

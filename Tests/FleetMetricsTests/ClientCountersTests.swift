@@ -14,6 +14,7 @@ struct ClientCountersTests {
         laneA.published[.atLeastOnce] = 100
         laneA.acked[.atLeastOnce] = 99
         laneA.received[.atMostOnce] = 5
+        laneA.arrived[.atMostOnce] = 6
         laneA.bytesOut = 1000
         laneA.ackTimeouts[.puback] = 1
 
@@ -25,6 +26,7 @@ struct ClientCountersTests {
         laneB.recordDisconnect(.closedByPeer, count: 2)
         laneB.reconnects = 3
         laneB.published[.exactlyOnce] = 7
+        laneB.arrived[.atLeastOnce] = 2
         laneB.bytesIn = 300
         laneB.bytesOut = 24
         laneB.ackTimeouts[.pingresp] = 2
@@ -43,6 +45,7 @@ struct ClientCountersTests {
         #expect(run.published == PerQoSCounts(qos0: 0, qos1: 100, qos2: 7))
         #expect(run.acked == PerQoSCounts(qos0: 0, qos1: 99, qos2: 0))
         #expect(run.received.total == 5)
+        #expect(run.arrived == PerQoSCounts(qos0: 6, qos1: 2, qos2: 0))
         #expect(run.bytesIn == 300)
         #expect(run.bytesOut == 1024)
         #expect(run.ackTimeouts.puback == 5)

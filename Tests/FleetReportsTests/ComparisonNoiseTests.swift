@@ -84,8 +84,10 @@ struct ComparisonNoiseTests {
         candidate.delivery.qos2.lost = 3
         let comparison = ReportComparison(baseline: Self.report(endToEnd: values), candidate: candidate)
         let metrics = comparison.shownRows().map(\.metric)
+        // The mean and p999 are no key rows, but they regressed: shown, in report order among the regressions.
         #expect(metrics == [
-            "latency.end_to_end.p99", "latency.end_to_end.max", "delivery.qos2.lost", "delivery.qos2.loss_ratio",
+            "latency.end_to_end.mean", "latency.end_to_end.p99", "latency.end_to_end.p999", "latency.end_to_end.max",
+            "delivery.qos2.lost", "delivery.qos2.loss_ratio",
             "latency.end_to_end.p50",
             "rates.published", "rates.received",
             "delivery.qos0.lost", "delivery.qos0.loss_ratio", "delivery.qos0.duplicated",
@@ -101,9 +103,38 @@ struct ComparisonNoiseTests {
         ])
         let table = comparison.table()
         #expect(table.contains("\n\n6 regressions beyond the 10 % tolerance"))
-        #expect(table.hasSuffix("\n3 more rows (mean, p90, p999 of each latency) with --all.\n"))
-        #expect(!comparison.table(all: true).contains("more rows"))
-        #expect(comparison.markdown().hasSuffix("\n\n3 more rows (mean, p90, p999 of each latency) with --all.\n"))
+        #expect(table.hasSuffix("\n1 more row (mean, p90, p999 of each latency) with --all.\n"))
+        #expect(!comparison.table(all: true).contains("more row"))
+        #expect(comparison.markdown().hasSuffix("\n\n1 more row (mean, p90, p999 of each latency) with --all.\n"))
+    }
+
+    @Test("a regressed mean or p90 is named in the summary and shown in the default table, first, in every format and the trend")
+    func hiddenRowRegressed() throws {
+        // 900 fast and 100 slow samples against 800 and 200: p50, p99 and max stay, the p90 and the mean double.
+        let fast = [UInt64](repeating: 100, count: 800)
+        let slow = [UInt64](repeating: 20_000, count: 100)
+        let baseline = Self.report(endToEnd: fast + [UInt64](repeating: 100, count: 100) + slow)
+        let candidate = Self.report(endToEnd: fast + slow + slow)
+        let comparison = ReportComparison(baseline: baseline, candidate: candidate)
+        #expect(comparison.regressions.map(\.metric) == ["latency.end_to_end.mean", "latency.end_to_end.p90"])
+        #expect(comparison.regressions.allSatisfy { !$0.isKey })
+        let shown = comparison.shownRows()
+        #expect(shown.prefix(3).map(\.metric) == ["latency.end_to_end.mean", "latency.end_to_end.p90", "latency.end_to_end.p50"])
+        #expect(shown.filter { !$0.isKey }.count == 2)
+        let table = comparison.table()
+        let p90Line = try #require(table.split(separator: "\n").first { $0.hasPrefix("latency.end_to_end.p90 ") })
+        // 20,000 µs is reported as the top of its HDR bucket (20,000-20,015 µs), as every percentile is.
+        #expect(p90Line.hasSuffix("+19915 %  REGRESSION"))
+        #expect(table.hasSuffix(": latency.end_to_end.mean, latency.end_to_end.p90\n1 more row (mean, p90, p999 of each latency) with --all.\n"))
+        #expect(comparison.markdown().contains("| `latency.end_to_end.p90` | ms | 0.1 | 20.015 | +19915 % | **regression** |\n"))
+        let rows = try ComparisonHTMLTests.section("rows", in: ComparisonHTML.render(comparison, baseline: baseline, candidate: candidate))
+        #expect(rows.contains("<code>latency.end_to_end.p90</code>"))
+        #expect(rows.contains("<code>latency.end_to_end.mean</code>"))
+        #expect(!rows.contains("<code>latency.end_to_end.p999</code>"))
+        // The trend of the same runs lists them too, as its first lines.
+        let trend = TrendComparison(runs: [baseline, baseline, candidate])
+        #expect(trend.lines().prefix(2).map(\.metric) == ["latency.end_to_end.mean", "latency.end_to_end.p90"])
+        #expect(trend.lines().count == shown.count)
     }
 
     /// The sample report run again differently: another broker, version, duration, seed and a --set.

@@ -157,7 +157,29 @@ struct ReportHTMLTests {
         #expect(html.contains("<th>peak RSS</th><td class=\"num\">50 MiB</td>"))
         #expect(html.contains("<th>writes</th><td class=\"num\">io_uring, one submission per lane turn</td>"))
         #expect(html.contains("<th>source addresses</th><td class=\"num\">127.0.0.1, 127.0.0.2</td>"))
-        #expect(html.contains("<tr><td>end_to_end</td><td>intended</td><td class=\"num\">1,000</td><td class=\"num\">0.001</td><td class=\"num\">0.501</td><td class=\"num\">0.5</td><td class=\"num\">0.9</td><td class=\"num\">0.99</td><td class=\"num\">0.999</td><td class=\"num\">1</td></tr>"))
+        #expect(html.contains("<tr><td>end_to_end</td><td>intended</td><td class=\"num\">1,000</td><td class=\"num\">0.001</td><td class=\"num\">0.501</td><td class=\"num\">0.5</td><td class=\"num\">0.9</td><td class=\"num\">0.99</td><td class=\"num\">0.999</td><td class=\"num\">1</td><td class=\"num\">0</td><td class=\"num\">0</td></tr>"))
+    }
+
+    @Test("clamped samples: every latency row shows how many came out negative (recorded as 0) and how many were beyond 1 h, non-zero ones highlighted")
+    func clampedCounts() {
+        var report = SampleReports.make()
+        var latency = LatencyRecorder()
+        // Received at 1,000 µs: sent at 1,003 and 1,001 µs (negative: clamped), 960 µs; intended 950 µs each.
+        for sent: UInt64 in [1_003_000, 1_001_000, 960_000] {
+            latency.record(.endToEnd, intendedAt: 950_000, sentAt: sent, completedAt: 1_000_000)
+        }
+        // A PUBACK two hours after its intended time: beyond the histogram's hour.
+        latency.record(.puback, from: .intended, microseconds: 7_200_000_000)
+        report.latency = latency
+        let html = ReportHTML.render(report)
+        #expect(html.contains("<th class=\"num\">max</th><th class=\"num\" title=\"samples that came out negative, recorded as 0\">clamped &lt; 0</th>"
+            + "<th class=\"num\" title=\"samples beyond the histogram's range (1 h), recorded as its maximum\">clamped &gt; 1 h</th></tr>"))
+        // end_to_end from intended: 50, 50, 50 µs, nothing clamped; from sent: 0, 0 (clamped), 40 µs.
+        #expect(html.contains("<tr><td>end_to_end</td><td>intended</td><td class=\"num\">3</td><td class=\"num\">0.05</td>"))
+        #expect(html.contains("<td class=\"num\">0</td><td class=\"num\">0</td></tr>\n<tr class=\"secondary\"><td>end_to_end</td><td>sent</td><td class=\"num\">3</td>"))
+        #expect(html.contains("<td class=\"num\">0.04</td><td class=\"num bad\">2</td><td class=\"num\">0</td></tr>"))
+        #expect(html.contains("<tr><td>puback</td><td>intended</td><td class=\"num\">1</td>"))
+        #expect(html.contains("<td class=\"num\">0</td><td class=\"num bad\">1</td></tr>"))
     }
 
     @Test("the end of a run: unacked at end per QoS, unsent slots and the drain are shown, in the headline when not 0")

@@ -32,6 +32,8 @@ enum SampleReports {
         counters.published = PerQoSCounts(qos0: 100, qos1: 200, qos2: 50)
         counters.acked = PerQoSCounts(qos0: 0, qos1: 199, qos2: 50)
         counters.received = PerQoSCounts(qos0: 95, qos1: 201, qos2: 50)
+        // Nothing foreign or retained: every arrival was this run's.
+        counters.arrived = counters.received
         counters.bytesIn = 40_000
         counters.bytesOut = 35_000
         counters.ackTimeouts.puback = 1

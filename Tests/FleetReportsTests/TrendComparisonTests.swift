@@ -30,6 +30,27 @@ struct TrendComparisonTests {
         #expect(Set(metrics) == Set(trend.comparisons.flatMap { $0.shownRows().map(\.metric) }))
     }
 
+    @Test("a statistic with too few samples says so in each run's cell, in text, Markdown and HTML; a max has its change")
+    func tooFewSamples() throws {
+        // One subscribe each (p50 needs 2, p99 100): what the quickstart scenario's one dashboard gives.
+        let runs = [ComparisonNoiseTests.report(endToEnd: [], subscribe: [100]),
+                    ComparisonNoiseTests.report(endToEnd: [], subscribe: [150]),
+                    ComparisonNoiseTests.report(endToEnd: [], subscribe: [1983])]
+        let trend = TrendComparison(runs: runs)
+        #expect(!trend.hasRegression)
+        let lines = trend.lines()
+        let p99 = try #require(lines.first { $0.metric == "latency.suback.p99" })
+        #expect(p99.rows.map { TrendComparison.cell($0) } == ["0.15 (too few samples)", "1.983 (too few samples)"])
+        let max = try #require(lines.first { $0.metric == "latency.suback.max" })
+        #expect(max.rows.map { TrendComparison.cell($0) } == ["0.15 (+50 %)", "1.983 (+1883 %)"])
+        let p50Line = try #require(trend.table().split(separator: "\n").first { $0.hasPrefix("latency.suback.p50 ") })
+        #expect(p50Line.components(separatedBy: "  ").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            == ["latency.suback.p50", "ms", "0.1", "0.15 (too few samples)", "1.983 (too few samples)"])
+        #expect(trend.markdown().contains("| `latency.suback.p99` | ms | 0.1 | 0.15 (too few samples) | 1.983 (too few samples) |\n"))
+        let rows = try ComparisonHTMLTests.section("rows", in: ComparisonHTML.render(trend, runs: runs))
+        #expect(rows.contains("<td class=\"num\">1.983 (too few samples)</td>"))
+    }
+
     @Test("text, Markdown and JSON name every run; JSON holds each pair's full comparison")
     func formats() throws {
         let trend = Self.trend

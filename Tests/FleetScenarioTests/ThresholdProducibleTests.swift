@@ -19,6 +19,7 @@ struct ThresholdProducibleTests {
             "latency.pingresp.p99 < 5ms",
             "latency.tls_handshake.max < 1s",
             "latency.end_to_end.p99 < 50ms",
+            "rates.arrived > 0",
             "messages.qos0.acked == 0",
             "delivery.qos0.lost == 0",
             "latency.connack.p99 < 1s"
@@ -33,7 +34,8 @@ struct ThresholdProducibleTests {
             t.json:10:6: thresholds[1]: no run of this scenario produces latency.pingresp.p99: it needs a fleet whose keepalive is on and shorter than the run (an idle client then pings)
             t.json:11:6: thresholds[2]: no run of this scenario produces latency.tls_handshake.max: it needs a TLS broker or fleet (mqtts://, wss://, "transport": "mqtts")
             t.json:12:6: thresholds[3]: no run of this scenario produces latency.end_to_end.p99: it needs a fleet that publishes and a fleet that subscribes
-            t.json:13:6: thresholds[4]: no run produces messages.qos0.acked: QoS 0 publishes are never acknowledged; did you mean 'messages.qos1.acked'?
+            t.json:13:6: thresholds[4]: no run of this scenario produces rates.arrived: it needs a fleet that subscribes
+            t.json:14:6: thresholds[5]: no run produces messages.qos0.acked: QoS 0 publishes are never acknowledged; did you mean 'messages.qos1.acked'?
             """)
     }
 
@@ -45,7 +47,7 @@ struct ThresholdProducibleTests {
             .replacingOccurrences(of: #""count": 2,"#, with: #""count": 2, "keepalive": "5s", "subscriptions": ["t/#"],"#)
             .replacingOccurrences(of: #""messages.qos0.acked == 0","#, with: #""messages.qos1.acked > 0","#)
         let scenario = try decodeFixture(producing).get()
-        #expect(scenario.thresholds.count == 7)
+        #expect(scenario.thresholds.count == 8)
         #expect(scenario.activities == [.publishes, .qos1Publishes, .subscribes, .deliveries, .tls, .keepAlive])
     }
 
