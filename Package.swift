@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "FleetScenarioTests", dependencies: ["FleetScenario", "FleetMetrics", "MQTTCodec", "FleetTestSupport"]),
         .testTarget(name: "FleetVehicleTests", dependencies: ["FleetVehicle", "FleetJSON"]),
         .testTarget(name: "FleetReportsTests", dependencies: ["FleetReports", "FleetMetrics", "FleetTestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker", "FleetVehicle"]),
+        .testTarget(name: "FleetCLITests", dependencies: ["FleetCLI", "FleetReports", "FleetMetrics", "FleetBroker", "FleetVehicle", "FleetTestSupport"]),
         .testTarget(name: "FleetFuzzTargetsTests", dependencies: ["FleetFuzzTargets"]),
         // Real-broker tests of the codec: every client packet type sent over a plain socket to mosquitto.
         .testTarget(name: "BrokerTests", dependencies: ["MQTTCodec", "FleetTestSupport", "FleetBroker", "FleetEngine",

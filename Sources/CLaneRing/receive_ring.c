@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -25,7 +27,18 @@ struct fb_rx {
     // The kernel's IORING_FEAT_* bits, and whether min_wait_usec was refused once (then never asked again).
     unsigned features;
     int min_wait_refused;
+    // DEFER_TASKRUN | SINGLE_ISSUER (fb_rx_open with `deferred`): the ring starts disabled and only the thread that
+    // enabled it (fb_rx_enable) enters the kernel; other threads prepare requests for it.
+    int deferred;
+    int enabled;
+    pthread_t owner;
 };
+
+// Whether this thread may enter the kernel for `ring` (always, unless the ring is deferred and this thread is not
+// the one that enabled it).
+static inline int may_enter(const fb_rx *ring) {
+    return !ring->deferred || (ring->enabled && pthread_equal(pthread_self(), ring->owner));
+}
 
 // IORING_FEAT_MIN_TIMEOUT (6.12), newer than liburing 2.3's header.
 #define FB_FEAT_MIN_TIMEOUT (1U << 15)
@@ -60,6 +73,7 @@ void fb_rx_recycle(fb_rx *ring, unsigned id) {
 static struct io_uring_sqe *next_entry(fb_rx *ring) {
     struct io_uring_sqe *entry = io_uring_get_sqe(&ring->uring);
     if (entry) return entry;
+    if (!may_enter(ring)) return NULL;
     int result;
     do { result = io_uring_submit(&ring->uring); } while (result == -EINTR);
     return io_uring_get_sqe(&ring->uring);
@@ -83,9 +97,16 @@ int fb_rx_arm_poll(fb_rx *ring, int fd, uint64_t token) {
     return 0;
 }
 
-int fb_rx_cancel(fb_rx *ring, int fd) {
+int fb_rx_cancel(fb_rx *ring, int fd, uint64_t token) {
     struct io_uring_sqe *entry = next_entry(ring);
     if (!entry) return -EBUSY;
+    if (!may_enter(ring)) {
+        // Submitted by the owner thread later, when `fd` may be closed and its number reused: matched by the
+        // receive's own user_data instead (unique per arming, see the lane's generations).
+        io_uring_prep_cancel64(entry, user_data(FB_RX_RECEIVE, token), 0);
+        io_uring_sqe_set_data64(entry, user_data(FB_RX_CANCEL, 0));
+        return 1;
+    }
     io_uring_prep_cancel_fd(entry, fd, IORING_ASYNC_CANCEL_ALL);
     io_uring_sqe_set_data64(entry, user_data(FB_RX_CANCEL, 0));
     int result;
@@ -95,6 +116,7 @@ int fb_rx_cancel(fb_rx *ring, int fd) {
 
 int fb_rx_wait(fb_rx *ring, int wait) {
     int result;
+    if (!may_enter(ring)) return io_uring_sq_ready(&ring->uring) > 0 ? 1 : 0;
     if (wait && io_uring_cq_ready(&ring->uring) == 0) {
         // Submits and waits in one io_uring_enter; task work (the receives themselves) runs inside it.
         result = io_uring_submit_and_wait(&ring->uring, 1);
@@ -130,6 +152,40 @@ int fb_rx_block_batched(fb_rx *ring, unsigned batch, unsigned min_wait_usec) {
             return fb_rx_block(ring);
         }
         if (code == ETIME) return 0;
+        return -code;
+    }
+    return 0;
+}
+
+int fb_rx_enable(fb_rx *ring) {
+    if (!ring->deferred) return 0;
+    if (ring->enabled) return pthread_equal(pthread_self(), ring->owner) ? 0 : -EEXIST;
+    // liburing 2.3 has no io_uring_enable_rings.
+    if (syscall(__NR_io_uring_register, ring->uring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0) return -errno;
+    ring->owner = pthread_self();
+    ring->enabled = 1;
+    return 0;
+}
+
+int fb_rx_is_deferred(const fb_rx *ring) { return ring->deferred; }
+
+int fb_rx_wait_until(fb_rx *ring, unsigned batch, uint64_t deadline_ns) {
+    if (!may_enter(ring)) return -EEXIST;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t current = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    if (deadline_ns <= current) return 0;
+    uint64_t left = deadline_ns - current;
+    struct __kernel_timespec timeout = { .tv_sec = (long long)(left / 1000000000u), .tv_nsec = (long long)(left % 1000000000u) };
+    struct io_uring_getevents_arg argument = {0};
+    argument.ts = (uint64_t)(uintptr_t)&timeout;
+    unsigned wanted = batch == 0 ? 1 : batch;
+    // Submits nothing: the turn's requests went in at its end (fb_rx_wait).
+    long result = syscall(__NR_io_uring_enter, ring->uring.ring_fd, 0, wanted,
+                          IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &argument, sizeof argument);
+    if (result < 0) {
+        int code = errno;
+        if (code == ETIME || code == EINTR) return 0;
         return -code;
     }
     return 0;
@@ -184,7 +240,7 @@ static int probe(fb_rx *ring) {
         if (!received) {
             if (res == 1 && (flags & IORING_CQE_F_MORE)) {
                 received = 1;
-                result = fb_rx_cancel(ring, pair[0]);
+                result = fb_rx_cancel(ring, pair[0], 1);
             } else {
                 result = res < 0 ? res : -EOPNOTSUPP;
             }
@@ -201,7 +257,22 @@ static int probe(fb_rx *ring) {
     return result;
 }
 
-int fb_rx_open(fb_rx **out, unsigned entries, unsigned buffers, unsigned buffer_size) {
+static int open_ring(fb_rx **out, unsigned entries, unsigned buffers, unsigned buffer_size, int deferred);
+
+int fb_rx_open(fb_rx **out, unsigned entries, unsigned buffers, unsigned buffer_size, int deferred) {
+    if (!deferred) return open_ring(out, entries, buffers, buffer_size, 0);
+    // A deferred ring cannot be probed before its owner thread enables it: a throwaway one with the same flags,
+    // enabled here, shows the kernel runs both (DEFER_TASKRUN: 6.1; multishot receive: 6.0).
+    fb_rx *probe_ring = NULL;
+    int result = open_ring(&probe_ring, 8, 8, 256, 2);
+    if (result < 0) return result;
+    fb_rx_close(probe_ring);
+    return open_ring(out, entries, buffers, buffer_size, 1);
+}
+
+// `deferred`: 0 COOP_TASKRUN; 1 DEFER_TASKRUN | SINGLE_ISSUER, disabled until fb_rx_enable, not probed; 2 the same,
+// enabled and probed on this thread.
+static int open_ring(fb_rx **out, unsigned entries, unsigned buffers, unsigned buffer_size, int deferred) {
     *out = NULL;
     if (buffers == 0 || buffers > 32768 || (buffers & (buffers - 1)) || buffer_size == 0) return -EINVAL;
     fb_rx *ring = calloc(1, sizeof *ring);
@@ -211,13 +282,22 @@ int fb_rx_open(fb_rx **out, unsigned entries, unsigned buffers, unsigned buffer_
     // latest), not by interrupting a turn; a thread asleep in the wait is still woken. CQSIZE: multishot receives
     // post without a submission each, so the completion queue is made larger than the submission queue.
     params.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE;
-    params.cq_entries = entries * 8;
+    // DEFER_TASKRUN: a receive's bytes are copied only when the owner thread waits on the ring, and a wait for
+    // `batch` completions is woken once that many are ready (or at its timeout), not once per receive.
+    if (deferred) params.flags = IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_CQSIZE;
+    if (deferred == 1) params.flags |= IORING_SETUP_R_DISABLED;
+    params.cq_entries = entries * 8 > 65536 ? 65536 : entries * 8;
     int result = io_uring_queue_init_params(entries, &ring->uring, &params);
     if (result < 0) {
         free(ring);
         return result;
     }
     ring->features = params.features;
+    ring->deferred = deferred != 0;
+    if (deferred == 2) {
+        ring->enabled = 1;
+        ring->owner = pthread_self();
+    }
     ring->buffer_count = buffers;
     ring->buffer_size = buffer_size;
     ring->buffer_ring_bytes = (size_t)buffers * sizeof(struct io_uring_buf);
@@ -240,8 +320,10 @@ int fb_rx_open(fb_rx **out, unsigned entries, unsigned buffers, unsigned buffer_
                               (unsigned short)id, io_uring_buf_ring_mask(buffers), (int)id);
     }
     io_uring_buf_ring_advance(ring->buffer_ring, (int)buffers);
-    result = probe(ring);
-    if (result < 0) { fb_rx_close(ring); return result; }
+    if (deferred != 1) {
+        result = probe(ring);
+        if (result < 0) { fb_rx_close(ring); return result; }
+    }
     *out = ring;
     return 0;
 }

@@ -196,6 +196,7 @@ struct MergeCommand: FleetCommand {
         generator.lowWatermarkFallbacks = 0
         generator.lowWatermarkRearms = 0
         generator.receiveCoalescingPauses = 0
+        generator.receiveBatchingPauses = 0
         generator.saturationReasons = []
         generator.drainSeconds = 0
         generator.sourceAddresses = []
@@ -218,6 +219,7 @@ struct MergeCommand: FleetCommand {
             generator.lowWatermarkFallbacks &+= other.generator.lowWatermarkFallbacks
             generator.lowWatermarkRearms &+= other.generator.lowWatermarkRearms
             generator.receiveCoalescingPauses &+= other.generator.receiveCoalescingPauses
+            generator.receiveBatchingPauses &+= other.generator.receiveBatchingPauses
             generator.drainSeconds = max(generator.drainSeconds, other.generator.drainSeconds)
             for reason in other.generator.saturationReasons {
                 generator.saturationReasons.append("segment \(part.segment.index): \(reason)")

@@ -108,6 +108,7 @@ struct ReportMetrics {
             case "abandoned_publishes": return Double(report.generator.abandonedPublishes)
             case "foreign_messages": return Double(report.generator.foreignMessages)
             case "receive_coalescing_pauses": return Double(report.generator.receiveCoalescingPauses)
+            case "receive_batching_pauses": return Double(report.generator.receiveBatchingPauses)
             case "rcvlowat_fallbacks": return Double(report.generator.lowWatermarkFallbacks)
             case "rcvlowat_rearms": return Double(report.generator.lowWatermarkRearms)
             default: return nil

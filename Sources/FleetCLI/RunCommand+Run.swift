@@ -478,7 +478,7 @@ extension RunCommand {
             drainSeconds: Double(result.phases.drainEnd &- result.phases.publishEnd) / 1e9,
             drainLimitSeconds: Double(engine.configuration.drainTimeout) / 1e9,
             receiveCoalescingMicroseconds: engine.configuration.receiveCoalescing / 1000,
-            receiveCoalescingPauses: result.coalescingPauses,
+            receiveBatchingMicroseconds: min(engine.configuration.receiveBatching, engine.configuration.receiveCoalescing) / 1000,
             sendPath: result.sendPath.rawValue, ioUringUnavailable: result.sendRingUnavailable,
             receivePath: result.receivePath.rawValue, receiveRingUnavailable: result.receiveRingUnavailable,
             sourceAddresses: engine.configuration.sourceAddresses.map(\.ipAddress),

@@ -169,6 +169,11 @@ enum RunSummary {
                 ? ", receive times up to \(report.generator.receiveCoalescingMicroseconds) µs late under heavy load "
                     + "(\(report.generator.receiveCoalescingPauses) pauses; --receive-coalescing 0 to read at once)"
                 : "")
+            + (report.generator.receiveBatchingPauses > 0
+                ? ", steady receive streams read in batches: receive times up to "
+                    + "\(report.generator.receiveBatchingMicroseconds) µs late (\(report.generator.receiveBatchingPauses) "
+                    + "waits; --receive-coalescing 0 to read at once)"
+                : "")
             + (report.generator.ioUringUnavailable.map { ", writes by send(2): io_uring unavailable (\($0))" } ?? "")
             + (report.generator.receiveRingUnavailable.map { ", reads by epoll + recv(2): io_uring receives not used (\($0))" } ?? "")
             + (report.generator.lowWatermarkFallbacks > 0

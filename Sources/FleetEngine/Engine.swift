@@ -591,7 +591,7 @@ public final class Engine: @unchecked Sendable {
         result.receiveRingUnavailable = configuration.ringReceivesDeclined
             ?? lanes.lazy.compactMap(\.receiveRingError).first?.description
         for metrics in laneMetrics {
-            result.coalescingPauses &+= metrics.coalescingPauses
+            result.counters.add(metrics.lane)
             for (fleet, values) in metrics.fleets.enumerated() where fleet < fleetResults.count {
                 fleetResults[fleet].counters.add(values.counters)
                 fleetResults[fleet].generatorLag.add(values.generatorLag)
@@ -1032,9 +1032,6 @@ public struct EngineMeasurements: Sendable {
 public struct EngineResult: Sendable {
     /// Over every fleet.
     public var total = EngineMeasurements()
-    /// Times a lane paused between reads because it received heavily (`EngineConfiguration.receiveCoalescing`):
-    /// 0 means every receive time was taken as soon as the bytes could be read. The lanes', not a fleet's.
-    public var coalescingPauses: UInt64 = 0
     /// How the lanes' writes went out: one io_uring submission per turn, one send(2) per connection, or both
     /// (a lane's ring failed during the run and it fell back).
     public var sendPath = SendPath.send

@@ -269,7 +269,7 @@ public struct EngineConfiguration: Sendable {
     /// timer at the latest, so publishers on the lane keep their schedule. Capped at `receiveCoalescing` (0 there
     /// turns this off too), which stays the bound on how late a receive time may be. `.thread` driver only.
     public var receiveBatching: UInt64 = 500_000
-    /// How a connection whose acks batching fell back (`Lane.probeLowWatermark`) tries it again.
+    /// How a connection whose acks batching fell back (`AckBatchingMachine.probeFired`) tries it again.
     public var ackBatchingRetry = AckBatchingRetry()
     /// Each lane hands its end-of-turn writes to the kernel in one io_uring submission (`SendRing`) when the
     /// kernel allows it; otherwise, or when false, one send(2) per connection. `EngineResult.sendPath` tells which.
@@ -280,6 +280,13 @@ public struct EngineConfiguration: Sendable {
     /// forbids it or is older than 6.0. `EngineResult.receivePath` tells which. The default comes from
     /// FLEETBENCH_RECEIVE_PATH (io_uring or epoll), else epoll.
     public var ringReceives = ReceivePath.environmentDefault ?? false
+    /// With ring receives: the ring is set up with deferred task work (DEFER_TASKRUN and SINGLE_ISSUER, Linux 6.1 and
+    /// later), owned by the lane's driver thread, so a batch of receives wakes it once instead of once per receive
+    /// (docs/performance.md, "io_uring receives with deferred task work"). Off by default: with it, a reconnect
+    /// after a reset and the end of a run through a fault proxy did not always complete in the engine tests
+    /// (EngineProxyFaultTests, EngineBackpressureTests under parallel load), cause not found yet.
+    /// FLEETBENCH_RING_DEFER=1 or 0 sets the default.
+    public var ringDeferredTaskRun = ReceivePath.deferredEnvironmentDefault ?? false
     /// Tests: every emulated link keeps a list of its cuts (`NetworkLink.events`), to compare runs per client.
     var recordsNetworkEvents = false
     /// With ring receives: after a turn that received, the lane's next wait, once a completion is ready, waits up
@@ -326,7 +333,7 @@ public struct EngineConfiguration: Sendable {
     }
 }
 
-/// Retrying the batching of acks by SO_RCVLOWAT after a connection fell back from it (`Lane.probeLowWatermark`).
+/// Retrying the batching of acks by SO_RCVLOWAT after a connection fell back from it (`AckBatchingMachine`).
 ///
 /// A fallback is evidence, not proof, that the broker holds acks back: a busy broker on a loaded machine stalls
 /// now and then too, and a connection that then stayed unbatched for the rest of the run paid a wakeup and a

@@ -198,16 +198,7 @@ extension Lane {
         try? epoll.remove(socket.fileDescriptor)
         if abortive { try? socket.closeAbortively() } else { try? socket.close() }
         clients[client].socket = nil
-        clients[client].awaitingWindow = false
-        clients[client].receiveLowWatermark = 1
-        clients[client].lowWatermarkProbe = -1
-        clients[client].brokerHoldsAcks = false
-        clients[client].lowWatermarkUnsettable = false
-        clients[client].lowWatermarkBackoff = 0
-        clients[client].lowWatermarkRearmIn = 0
-        clients[client].lowWatermarkProbation = 0
-        clients[client].lowWatermarkStalls = 0
-        clients[client].stalledThisRound = false
+        clients[client].ackBatching = AckBatchingMachine()
         wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
         clients[client].wantsWritable = false
         clients[client].inbound = []
@@ -267,135 +258,76 @@ extension Lane {
     /// After a turn's reads of a client: acknowledge what was read if nothing answers it, and set the mark for
     /// the next wakeup (a client with bytes to write sets it after its flush).
     func afterRead(_ client: Int) {
-        clients[client].lowWatermarkProbe = -1
         acknowledgeIfSilent(client)
         if !clients[client].isDirty { adjustLowWatermark(client) }
-        if clients[client].receiveLowWatermark > 1 {
-            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
+        if let probeAt = clients[client].ackBatching.readFinished(now: now) {
+            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: probeAt)
         }
     }
 
-    /// How long bytes may wait below a raised mark, unchanged, before they are read anyway. A broker with
-    /// Nagle's algorithm on holds the rest until our delayed ACK (40 ms or more); a broker that is only busy
-    /// sends more within this, except on a loaded machine. Checked twice: 5-10 ms.
-    static let lowWatermarkProbeInterval: UInt64 = 5_000_000
-    /// Refill rounds in a row with a stall below the mark after which a connection's broker is taken to hold
-    /// acks back: the mark stays 1. A broker with Nagle's algorithm on stalls every round (once its first ack
-    /// is acknowledged the rest may reach the mark); a busy one on a loaded machine now and then.
-    static let lowWatermarkStallLimit: UInt8 = 3
-
-    /// SO_RCVLOWAT for the next wakeup. While a client waits for its window to refill, every ack it waits for
-    /// is owed by the broker without anything more from us (its PUBLISH and PUBREL are all written), and each
-    /// is 4 bytes at least: a mark of 4 bytes per missing slot wakes the lane once per refill instead of once
-    /// per ack, and can always be reached. Otherwise (a partial packet kept, bytes still to write, TLS or
-    /// WebSocket framing, a broker seen holding acks back, one slot missing) it is 1, and so on a client that
-    /// subscribes: a message for it must be read (and timed) when it comes, not when the acks reach the mark.
+    /// SO_RCVLOWAT for the next wakeup, as the client's `AckBatchingMachine` wants it. The lane's part of the
+    /// decision: the mark may be raised only on a connected plain-TCP client with nothing to write, no partial
+    /// packet kept, no subscription (a message for it must be read, and timed, when it comes) and no emulated link.
     func adjustLowWatermark(_ client: Int) {
         guard let socket = clients[client].socket else { return }
-        var mark: Int32 = 1
-        if clients[client].awaitingWindow, !clients[client].brokerHoldsAcks, !clients[client].wantsWritable,
-           !clients[client].isDirty, clients[client].transport == nil, clients[client].inbound.isEmpty,
-           clients[client].phase == .connected, clients[client].subscriptions.isEmpty, clients[client].network == nil {
-            let missing = min(freeWindowSlotsMissing(client), windowState(client).inFlight)
-            if missing >= 2 { mark = Int32(4 * missing) }
-        }
-        guard mark != clients[client].receiveLowWatermark else { return }
-        do {
-            try socket.setReceiveLowWatermark(mark)
-        } catch {
-            mark = 1
-            clients[client].brokerHoldsAcks = true  // not settable: never try again on this connection
-            clients[client].lowWatermarkUnsettable = true
-        }
-        clients[client].receiveLowWatermark = mark
-        clients[client].lowWatermarkProbe = -1
-        if mark > 1 {
-            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
-        } else {
-            wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
+        let batching = clients[client].ackBatching  // read outside `clients`: its conditions read `clients`
+        let wanted = batching.wantedMark(
+            eligible: !clients[client].wantsWritable && !clients[client].isDirty && clients[client].transport == nil
+                && clients[client].inbound.isEmpty && clients[client].phase == .connected
+                && clients[client].subscriptions.isEmpty && clients[client].network == nil,
+            window: windowState(client))
+        guard let mark = wanted else { return }
+        var accepted = true
+        do { try socket.setReceiveLowWatermark(mark) } catch { accepted = false }
+        switch clients[client].ackBatching.markApplied(mark, accepted: accepted, now: now) {
+        case .arm(let deadline): wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: deadline)
+        case .cancel: wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
         }
     }
 
-    /// The probe of a raised mark: bytes wait below it and nothing arrived since the last probe. A broker with
-    /// Nagle's algorithm on sends its first small ack and holds the next ones until that one is acknowledged,
-    /// which a socket nobody reads does only at its delayed-ACK timer: read what is there and acknowledge it at
-    /// once. Then look again (FIONREAD): on loopback the acks such a broker held arrive before the ioctl returns,
-    /// so bytes there show that it holds acks back (they are read too); a broker that was only slow sent nothing
-    /// more. After `lowWatermarkStallLimit` refill rounds in a row with a stall that showed held acks (on
-    /// probation after a re-arm: the first), or `AckBatchingRetry.unshownStallLimit` rounds with stalls that
-    /// did not, the connection falls back: the mark stays 1 until its back-off has passed
-    /// (`suspendAckBatching`). A busy broker on a loaded machine thus costs a read at a probe now and then, not
-    /// the batching.
+    /// The probe of a raised mark (`AckBatchingMachine.probeFired`). A broker with Nagle's algorithm on sends its
+    /// first small ack and holds the next ones until that one is acknowledged, which a socket nobody reads does
+    /// only at its delayed-ACK timer: at a stall the lane reads what is there and acknowledges it at once, then
+    /// looks again (FIONREAD) and reads what came. A busy broker on a loaded machine thus costs a read at a probe
+    /// now and then, not the batching.
     func probeLowWatermark(_ client: Int) {
-        guard let socket = clients[client].socket, clients[client].receiveLowWatermark > 1 else { return }
-        let queued = (try? socket.queuedBytes()) ?? -1
-        // On probation any bytes found waiting below the mark make a stall at once: a broker with Nagle's
-        // algorithm on can trickle its acks in (each released by our acknowledgement of the last), slowly enough
-        // to keep the window waiting but never unchanged at two probes in a row.
-        let probation = clients[client].lowWatermarkProbation > 0 && queued > 0
-        guard queued != 0 && queued == clients[client].lowWatermarkProbe || queued < 0 || probation else {
-            clients[client].lowWatermarkProbe = queued
-            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: now &+ Self.lowWatermarkProbeInterval)
-            return
-        }
-        // Below the mark: the read must not wait for it (the read sets the next mark).
-        try? socket.setReceiveLowWatermark(1)
-        clients[client].receiveLowWatermark = 1
-        // Lowering the mark wakes a receive ring's pending receive (tcp_set_rcvlowat signals the data), which
-        // reads later: there held acks cannot be looked for, and every stall counts as showing them.
-        if readsThroughRing(client) || queued < 0 || !configuration.ackBatchingRetry.looksForHeldAcks {
-            countStall(client, heldAcksShown: true, probation: probation || queued < 0)
-            if !readsThroughRing(client) { readAvailable(client) }
-            return
-        }
-        readAvailable(client)
         guard let socket = clients[client].socket else { return }
-        // Acknowledged now even when this turn writes (its segment would carry the acknowledgement only later).
-        try? socket.acknowledgeNow()
-        let held = ((try? socket.queuedBytes()) ?? 0) > 0
-        countStall(client, heldAcksShown: held, probation: probation)
-        if held {
-            readAvailable(client)  // sets the next mark, 1 if the connection just fell back
-        } else if clients[client].brokerHoldsAcks && !clients[client].isDirty {
-            adjustLowWatermark(client)
-        }
-    }
-
-    /// A stall below a raised mark, counted once per refill round. Falls back at `lowWatermarkStallLimit`
-    /// rounds in a row (at once on probation) when held acks showed, at `AckBatchingRetry.unshownStallLimit`
-    /// when they did not.
-    func countStall(_ client: Int, heldAcksShown: Bool, probation: Bool) {
-        if !clients[client].stalledThisRound { clients[client].lowWatermarkStalls &+= 1 }
-        clients[client].stalledThisRound = true
-        let limit = heldAcksShown ? Self.lowWatermarkStallLimit : configuration.ackBatchingRetry.unshownStallLimit
-        if clients[client].lowWatermarkStalls >= limit || (probation && heldAcksShown) {
-            suspendAckBatching(client)
-        }
-    }
-
-    /// A fallback: the mark stays 1 for the next `lowWatermarkBackoff` window refills, twice the last fallback's
-    /// unless a probation passed since (`EngineConfiguration.ackBatchingRetry`, `countDownToRearm`).
-    func suspendAckBatching(_ client: Int) {
         let retry = configuration.ackBatchingRetry
-        let previous = clients[client].lowWatermarkBackoff
-        let backoff = previous == 0 ? retry.first : previous <= retry.limit / 2 ? previous * 2 : retry.limit
-        clients[client].lowWatermarkBackoff = backoff
-        clients[client].lowWatermarkRearmIn = backoff
-        clients[client].lowWatermarkProbation = 0
-        clients[client].brokerHoldsAcks = true
-        metrics.fleets[clients[client].fleet].counters.lowWatermarkFallbacks &+= 1
+        let probe = clients[client].ackBatching.probeFired(
+            queued: (try? socket.queuedBytes()) ?? -1, readsThroughRing: readsThroughRing(client), now: now, retry: retry)
+        switch probe {
+        case .none:
+            return
+        case .again(let deadline):
+            wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: deadline)
+        case .stalled(let read, let fellBack):
+            // Lowering the mark wakes a receive ring's pending receive (tcp_set_rcvlowat signals the data).
+            try? socket.setReceiveLowWatermark(1)
+            if fellBack { countAckBatchingFallback(client) }
+            if read { readAvailable(client) }
+        case .lookForHeldAcks(let pending):
+            // Below the mark: the read must not wait for it (the read sets the next mark).
+            try? socket.setReceiveLowWatermark(1)
+            readAvailable(client)
+            guard let socket = clients[client].socket else { return }
+            // Acknowledged now even when this turn writes (its segment would carry the acknowledgement only later).
+            try? socket.acknowledgeNow()
+            let shown = ((try? socket.queuedBytes()) ?? 0) > 0
+            switch clients[client].ackBatching.heldAcksLooked(shown: shown, pending, retry: retry) {
+            case .readHeldAcks(let fellBack):
+                if fellBack { countAckBatchingFallback(client) }
+                readAvailable(client)  // sets the next mark, 1 if the connection just fell back
+            case .adjustMark(let fellBack):
+                if fellBack { countAckBatchingFallback(client) }
+                if !clients[client].isDirty { adjustLowWatermark(client) }
+            case .nothing:
+                break
+            }
+        }
     }
 
-    /// A window refill of a fallen-back connection: one step of its back-off; at the last, the batching is
-    /// re-armed (the refill's own publishes may raise the mark at once) on probation.
-    func countDownToRearm(_ client: Int) {
-        guard !clients[client].lowWatermarkUnsettable else { return }
-        clients[client].lowWatermarkRearmIn &-= 1
-        guard clients[client].lowWatermarkRearmIn == 0 else { return }
-        clients[client].brokerHoldsAcks = false
-        clients[client].lowWatermarkStalls = 0
-        clients[client].lowWatermarkProbation = configuration.ackBatchingRetry.probationRounds
-        metrics.fleets[clients[client].fleet].counters.lowWatermarkRearms &+= 1
+    func countAckBatchingFallback(_ client: Int) {
+        metrics.fleets[clients[client].fleet].counters.lowWatermarkFallbacks &+= 1
     }
 
     /// Acks were read and this turn writes nothing back: the kernel would delay its TCP acknowledgement (40 ms

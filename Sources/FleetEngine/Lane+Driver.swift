@@ -47,7 +47,8 @@ extension Lane {
     /// At the end of a driver's turn: until when (monotonic ns) the driver waits before it looks for more (0: it
     /// looks at once), the turn's messages noted in the lane's `receiveRate`. A heavy stream's pause runs its whole
     /// length from the turn's start; a steady stream's ends at the lane's next timer at the latest (`armedDeadline`:
-    /// publishers on the lane keep their schedule). Counted in `LaneMetrics.coalescingPauses`.
+    /// publishers on the lane keep their schedule). Counted in `ClientCounters.receiveCoalescingPauses` (heavy)
+    /// or `receiveBatchingPauses` (steady).
     func pauseUntilAfterTurn() -> UInt64 {
         receiveRate.note(messages: messagesThisTurn, turnStart: turnStartedAt)
         let heavy = isReceivingHeavily()
@@ -56,7 +57,9 @@ extension Lane {
                                      batching: configuration.receiveBatching) else { return 0 }
         let until = heavy ? turnStartedAt &+ pause
             : Self.batchingEnd(turnStart: turnStartedAt, batching: pause, nextTimer: armedDeadline, now: MonotonicClock.now())
-        if until != 0 { metrics.coalescingPauses &+= 1 }
+        if until != 0 {
+            if heavy { metrics.lane.receiveCoalescingPauses &+= 1 } else { metrics.lane.receiveBatchingPauses &+= 1 }
+        }
         return until
     }
 

@@ -18,6 +18,15 @@ public enum ReceivePath: String, Sendable, Equatable {
 
     /// FLEETBENCH_RECEIVE_PATH=io_uring or epoll: the default of `EngineConfiguration.ringReceives`, so a whole test
     /// suite or a run can be taken either way without changing its configuration.
+    static var deferredEnvironmentDefault: Bool? {
+        guard let value = getenv("FLEETBENCH_RING_DEFER") else { return nil }
+        switch String(cString: value) {
+        case "1": return true
+        case "0": return false
+        default: return nil
+        }
+    }
+
     static var environmentDefault: Bool? {
         guard let value = getenv("FLEETBENCH_RECEIVE_PATH") else { return nil }
         switch String(cString: value) {
@@ -90,14 +99,31 @@ extension Lane {
     {
         guard configuration.ringReceives, configuration.laneDriver == .thread,
               configuration.ringReceivesDeclined == nil else { return (nil, nil) }
+        // 256 buffers of 4 KiB (1 MiB a lane): a turn's completions rarely hold more; a receive that finds
+        // none free ends with ENOBUFS and is armed again at the end of the turn, its bytes still queued.
+        // Deferred task work first (6.1 and later): only the driver thread submits then, and what other threads
+        // prepare meanwhile (the engine's stop, faults) waits in the submission queue, so it holds a receive and a
+        // cancel for every client of the lane (32,768 at most: the kernel's limit).
+        let entries = min(32_768, max(1024, Self.powerOfTwo(atLeast: 2 * clients + 64)))
         do {
-            // 256 buffers of 4 KiB (1 MiB a lane): a turn's completions rarely hold more; a receive that finds
-            // none free ends with ENOBUFS and is armed again at the end of the turn, its bytes still queued.
-            let ring = try ReceiveRing(entries: 1024, buffers: 256, bufferSize: 4096)
+            guard configuration.ringDeferredTaskRun else { throw SystemError(call: "io_uring_setup", errno: EINVAL) }
+            let ring = try ReceiveRing(entries: entries, buffers: 256, bufferSize: 4096, deferred: true)
             return (LaneReceiveRing(ring: ring, clients: clients), nil)
         } catch {
-            return (nil, error)
+            // A kernel without DEFER_TASKRUN: every thread submits, each receive wakes the waiting driver.
+            do {
+                let ring = try ReceiveRing(entries: 1024, buffers: 256, bufferSize: 4096)
+                return (LaneReceiveRing(ring: ring, clients: clients), nil)
+            } catch {
+                return (nil, error)
+            }
         }
+    }
+
+    static func powerOfTwo(atLeast value: Int) -> Int {
+        var power = 1
+        while power < value { power <<= 1 }
+        return power
     }
 
     var receivePath: ReceivePath { receiveRing == nil ? .epoll : .ioUring }
@@ -135,8 +161,11 @@ extension Lane {
     func cancelRingReceive(_ client: Int, _ socket: TCPSocket) {
         guard let receiving = receiveRing, receiving.armed[client] else { return }
         receiving.armed[client] = false
+        let token = receiving.token(client)
         receiving.generation[client] &+= 1
-        receiving.ring.cancel(socket.fileDescriptor)
+        // Off the driver thread a deferred ring leaves the cancel to the driver: woken, it submits it (the socket
+        // closes then).
+        if receiving.ring.cancel(socket.fileDescriptor, token: token) { try? threadDriver?.wake.signal() }
     }
 
     /// The ring's completions: bytes to the clients' sessions (partial packets kept per client, as after recv),
@@ -212,19 +241,37 @@ extension Lane {
     /// The driver's loop with a receive ring: wait in io_uring_enter (which also copies the sockets' bytes), run a
     /// turn, again. epoll is looked at only when the ring's poll of it fired or the last look found events.
     func driveWithReceiveRing(_ driver: LaneThread, _ receiving: LaneReceiveRing) {
+        // A deferred ring: this thread is the one that enters the kernel for it from now on.
+        receiving.ring.enable()
+        defer {
+            // Cancels the engine's stop prepared go in before the thread (and its requests) ends.
+            _ = queue.sync { receiving.ring.submitOrLeave() }
+        }
         let batchWait = Int(configuration.receiveBatchWait / 1000)
         var pauseUntil: UInt64 = 0
         var busy = true  // the first turn arms the poll and looks at epoll
         while !driver.shutdown.load(ordering: .acquiring) {
             if pauseUntil != 0 {
-                var until = timespec(tv_sec: Int(pauseUntil / 1_000_000_000), tv_nsec: Int(pauseUntil % 1_000_000_000))
-                while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+                // The pause in the ring's own wait, ended early only by a full batch: a deferred ring copies the
+                // receives that come meanwhile when the wait ends, without waking this thread for each (a sleep
+                // elsewhere was cut short by every completion's task work under COOP_TASKRUN).
+                receiving.ring.wait(batch: Self.pauseBatch, until: pauseUntil)
                 pauseUntil = 0
+                busy = true
             }
             if !busy {
                 // While bytes are coming in, the wait gathers the receives of `receiveBatchWait` into one turn.
-                let error = receiving.receivesLastTurn > 0 && batchWait > 0
-                    ? receiving.ring.block(batch: 64, minimumWait: batchWait) : receiving.ring.block()
+                let error: SystemError?
+                if receiving.receivesLastTurn > 0 && batchWait > 0 {
+                    // A deferred ring wakes a waiter for a batch only once the batch is complete, and the kernel's
+                    // min_wait does not cut that short: the wait for a batch has a deadline instead.
+                    error = receiving.ring.isDeferred
+                        ? receiving.ring.wait(batch: Self.pauseBatch,
+                                              until: MonotonicClock.now() &+ configuration.receiveBatchWait)
+                        : receiving.ring.block(batch: 64, minimumWait: batchWait)
+                } else {
+                    error = receiving.ring.block()
+                }
                 if let error, error.errno != EINTR { break }
             }
             if driver.shutdown.load(ordering: .acquiring) { break }
@@ -238,6 +285,9 @@ extension Lane {
         }
     }
 
+    /// Completions that end a pause early (a quarter of the ring's provided buffers are then in use).
+    static let pauseBatch = 64
+
     /// A ring-driven turn's reads: the ring's completions, then epoll if its poll fired (or it had events last time).
     func ringTurnReads() {
         guard let receiving = receiveRing else { return }
@@ -249,6 +299,7 @@ extension Lane {
 
     /// End of a turn: hand the kernel what the turn prepared (new receives, a re-armed poll).
     func submitRingRequests() {
-        receiveRing?.ring.wait(block: false)
+        // Off the driver thread, a deferred ring's requests wait for the driver: wake it.
+        if receiveRing?.ring.submitOrLeave() == true { try? threadDriver?.wake.signal() }
     }
 }

@@ -174,31 +174,21 @@ extension Lane {
     /// once these are acknowledged, and a PUBLISH carries that acknowledgement where waiting for half the
     /// window would take a TCP_QUICKACK of its own at every read.
     func windowOpened(_ client: Int) {
-        if clients[client].awaitingWindow {
-            if clients[client].brokerHoldsAcks {
-                countDownToRearm(client)
-            } else {
-                if freeWindowSlotsMissing(client) > 0 { return }
-                // A round of the window ends: only rounds that stalled in a row count (`probeLowWatermark`), and
-                // enough rounds in a row without a stall end a re-armed connection's probation.
-                if !clients[client].stalledThisRound {
-                    clients[client].lowWatermarkStalls = 0
-                    if clients[client].lowWatermarkProbation > 0 {
-                        clients[client].lowWatermarkProbation -= 1
-                        if clients[client].lowWatermarkProbation == 0 { clients[client].lowWatermarkBackoff = 0 }
-                    }
-                }
-            }
+        // The machine is taken out for the call: it reads the window (the session, in `clients`) only while the
+        // client waits, and `clients` must not be under a mutation then.
+        var batching = clients[client].ackBatching
+        let opened = batching.windowOpened(window: windowState(client), retry: configuration.ackBatchingRetry)
+        clients[client].ackBatching = batching
+        switch opened {
+        case .publish:
+            break
+        case .keepWaiting:
+            return
+        case .resume(let rearmed):
+            if rearmed { metrics.fleets[clients[client].fleet].counters.lowWatermarkRearms &+= 1 }
             clients[client].sendableSince = now
-            clients[client].stalledThisRound = false
         }
         publishDue(client)
-    }
-
-    /// How many more window slots must free up before a waiting client resumes publishing.
-    func freeWindowSlotsMissing(_ client: Int) -> Int {
-        let (window, inFlight) = windowState(client)
-        return max(1, window / 2) - (window - inFlight)
     }
 
     /// The session's in-flight window and count, read in place: these are computed properties of another
@@ -211,7 +201,7 @@ extension Lane {
 
     /// Sends what every stream of the client has due, then sleeps until the earliest next slot.
     func publishDue(_ client: Int) {
-        clients[client].awaitingWindow = false
+        clients[client].ackBatching.publishTurnStarted()
         guard publishing, clients[client].phase == .connected else { return }
         // Backpressure: while the socket has not taken the last batch, produce nothing more. The backlog stays
         // in the schedule, where it shows as schedule lag; `flush` wakes this again once the buffer drained.
@@ -332,7 +322,7 @@ extension Lane {
             metrics.fleets[clients[client].fleet].generatorLag.record(now > sendableFrom ? (now - sendableFrom) / 1000 : 0)
             return true
         case .windowFull:
-            clients[client].awaitingWindow = true
+            clients[client].ackBatching.windowFull()
             return false
         case .notConnected, .packetTooLarge, .qosNotSupported:
             metrics.fleets[clients[client].fleet].counters.droppedSlots += 1

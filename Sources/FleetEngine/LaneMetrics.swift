@@ -15,17 +15,17 @@ public struct LaneMetrics: Sendable {
     public var deliveryKeys: [UInt64: Int] = [:]
     /// Closed entitlement windows by delivery key (`subscriber << 32 | stream`): what each subscriber was owed.
     public var entitlement: [UInt64: [EntitlementWindow]] = [:]
-    /// Turns after which the lane paused to let a heavy inbound stream gather (`receiveCoalescing`): the lane's,
-    /// not a fleet's.
-    public var coalescingPauses: UInt64 = 0
+    /// What the lane counts that is no fleet's (`ClientCounters.receiveCoalescingPauses`, `receiveBatchingPauses`):
+    /// added to the run's totals only.
+    public var lane = ClientCounters()
 
     public init(fleetCount: Int, start: UInt64) {
         fleets = Array(repeating: FleetLaneMetrics(start: start), count: max(fleetCount, 1))
     }
 
-    /// The lane's counters over every fleet.
+    /// The lane's counters over every fleet, and its own.
     public var counters: ClientCounters {
-        var total = ClientCounters()
+        var total = lane
         for fleet in fleets { total.add(fleet.counters) }
         return total
     }

@@ -133,28 +133,9 @@ struct SimulatedClient {
     var transport: ClientTransport?
     var wantsWritable = false
     var isDirty = false
-    /// A message waits for the in-flight window: publishing resumes once half the window is free again.
-    var awaitingWindow = false
-    /// The socket's SO_RCVLOWAT as last set (1: every byte wakes the lane). Raised only while the window waits,
-    /// to the bytes of the acks it waits for (`Lane.adjustLowWatermark`).
-    var receiveLowWatermark: Int32 = 1
-    /// Bytes queued below the raised mark at the last probe (-1: none taken since the last read).
-    var lowWatermarkProbe: Int32 = -1
-    /// Refill rounds in a row in which bytes were found waiting below the raised mark with nothing more
-    /// arriving, and whether the current round had such a stall (`Lane.probeLowWatermark`).
-    var lowWatermarkStalls: UInt8 = 0
-    var stalledThisRound = false
-    /// This connection's broker was seen holding acks back below the raised mark (Nagle's algorithm: its next
-    /// small write waits for our TCP acknowledgement): the mark stays 1 on it and reads answer at once.
-    var brokerHoldsAcks = false
-    /// SO_RCVLOWAT could not be set on this socket: the batching is never tried again on this connection.
-    var lowWatermarkUnsettable = false
-    /// The back-off of the last fallback, in window refills (0: none since the last successful probation), and
-    /// the refills still to go before the batching is re-armed (`EngineConfiguration.ackBatchingRetry`).
-    var lowWatermarkBackoff: UInt32 = 0
-    var lowWatermarkRearmIn: UInt32 = 0
-    /// Rounds without a stall still needed after a re-arm before the back-off resets (0: not on probation).
-    var lowWatermarkProbation: UInt8 = 0
+    /// The in-flight window's wait and the SO_RCVLOWAT batching of its acks (`AckBatchingMachine`).
+    var ackBatching = AckBatchingMachine()
+    var awaitingWindow: Bool { ackBatching.awaitingWindow }
     /// Slots in `addressBook` of the broker address and of the source address (`ClientAddresses.none`: the
     /// kernel picks): 4 bytes instead of two socket addresses (29 and 30 bytes) inline in every client.
     let brokerSlot: UInt16

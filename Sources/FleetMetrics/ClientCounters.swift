@@ -252,6 +252,13 @@ public struct ClientCounters: Equatable, Sendable {
     /// Nagle's algorithm on), read at every byte from then on until re-armed; and the re-arms.
     public var lowWatermarkFallbacks: UInt64 = 0
     public var lowWatermarkRearms: UInt64 = 0
+    /// Times a lane paused between reads to let a heavy inbound stream gather
+    /// (`EngineConfiguration.receiveCoalescing`): 0 means every receive time was taken as soon as the bytes could
+    /// be read. The lane's, not a fleet's: counted in `LaneMetrics.lane`, so only run totals have it.
+    public var receiveCoalescingPauses: UInt64 = 0
+    /// Times a lane waited after a turn to batch the reads of a steady stream (`EngineConfiguration.receiveBatching`):
+    /// receive times up to that long late. The lane's, like `receiveCoalescingPauses`.
+    public var receiveBatchingPauses: UInt64 = 0
 
     public init() {}
 
@@ -327,6 +334,8 @@ public struct ClientCounters: Equatable, Sendable {
         for (text, count) in other.transportErrors { recordTransportError(text, count: count) }
         lowWatermarkFallbacks &+= other.lowWatermarkFallbacks
         lowWatermarkRearms &+= other.lowWatermarkRearms
+        receiveCoalescingPauses &+= other.receiveCoalescingPauses
+        receiveBatchingPauses &+= other.receiveBatchingPauses
     }
 }
 

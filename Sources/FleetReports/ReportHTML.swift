@@ -465,6 +465,10 @@ public enum ReportHTML {
                 ? "off (every message read at once)"
                 : "\(health.receiveCoalescingMicroseconds) µs at 64,000 msg/s or more per lane; paused "
                     + MetricFormat.grouped(health.receiveCoalescingPauses) + " times"),
+            ("receive batching", health.receiveBatchingMicroseconds == 0
+                ? "off (or not recorded)"
+                : "\(health.receiveBatchingMicroseconds) µs at 4,000 msg/s or more per lane; waited "
+                    + MetricFormat.grouped(health.receiveBatchingPauses) + " times"),
             ("writes", Self.sendPathText(health)),
             ("reads", Self.receivePathText(health)),
             ("source addresses", health.sourceAddresses.isEmpty

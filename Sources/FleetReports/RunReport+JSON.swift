@@ -78,6 +78,8 @@ extension RunReport {
             JSONMember("lanes", .integer(Int64(generator.lanes))),
             JSONMember("receive_coalescing_us", .count(generator.receiveCoalescingMicroseconds)),
             JSONMember("receive_coalescing_pauses", .count(generator.receiveCoalescingPauses)),
+            JSONMember("receive_batching_us", .count(generator.receiveBatchingMicroseconds)),
+            JSONMember("receive_batching_pauses", .count(generator.receiveBatchingPauses)),
             JSONMember("send_path", .string(generator.sendPath)),
             JSONMember("io_uring_unavailable", generator.ioUringUnavailable.map { .string($0) } ?? .null),
             JSONMember("receive_path", .string(generator.receivePath)),

@@ -112,6 +112,8 @@ extension RunReport {
                 // Absent from reports written before it existed (they read every message at once).
                 receiveCoalescingMicroseconds: UInt64(try generator.optionalNumber("receive_coalescing_us") ?? 0),
                 receiveCoalescingPauses: UInt64(try generator.optionalNumber("receive_coalescing_pauses") ?? 0),
+                receiveBatchingMicroseconds: UInt64(try generator.optionalNumber("receive_batching_us") ?? 0),
+                receiveBatchingPauses: UInt64(try generator.optionalNumber("receive_batching_pauses") ?? 0),
                 sendPath: try generator.optionalString("send_path") ?? "",
                 ioUringUnavailable: try generator.optionalString("io_uring_unavailable"),
                 receivePath: try generator.optionalString("receive_path") ?? "",

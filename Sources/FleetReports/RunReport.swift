@@ -438,6 +438,12 @@ public struct GeneratorHealth: Equatable, Sendable {
     public var receiveCoalescingMicroseconds: UInt64 = 0
     /// How many times a lane did pause so (0: no receive time was held back).
     public var receiveCoalescingPauses: UInt64 = 0
+    /// How late a receive time may be while a lane receives a steady stream (`EngineConfiguration.receiveBatching`:
+    /// the lane waits that long after a turn that received, to read what comes meanwhile in one turn), µs.
+    public var receiveBatchingMicroseconds: UInt64 = 0
+    /// How many times a lane did wait so (0: none; absent from older reports, which counted them as coalescing
+    /// pauses or did not batch).
+    public var receiveBatchingPauses: UInt64 = 0
     /// How writes reached the kernel: "io_uring" (one submission per lane turn), "send" (one send(2) per
     /// connection) or "io_uring+send"; empty in reports written before it was recorded.
     public var sendPath: String = ""
@@ -478,6 +484,7 @@ public struct GeneratorHealth: Equatable, Sendable {
         lanes: Int = 0, droppedSlots: UInt64 = 0, abandonedPublishes: UInt64 = 0, foreignMessages: UInt64 = 0,
         unsentAtEnd: UInt64 = 0, drainSeconds: Double = 0, drainLimitSeconds: Double = 0,
         receiveCoalescingMicroseconds: UInt64 = 0, receiveCoalescingPauses: UInt64 = 0,
+        receiveBatchingMicroseconds: UInt64 = 0, receiveBatchingPauses: UInt64 = 0,
         sendPath: String = "", ioUringUnavailable: String? = nil, receivePath: String = "",
         receiveRingUnavailable: String? = nil, sourceAddresses: [String] = [],
         closedModelStreams: [String] = []
@@ -490,6 +497,8 @@ public struct GeneratorHealth: Equatable, Sendable {
         self.ioUringUnavailable = ioUringUnavailable
         self.receiveCoalescingMicroseconds = receiveCoalescingMicroseconds
         self.receiveCoalescingPauses = receiveCoalescingPauses
+        self.receiveBatchingMicroseconds = receiveBatchingMicroseconds
+        self.receiveBatchingPauses = receiveBatchingPauses
         self.saturated = saturated
         self.saturationReasons = saturationReasons
         self.cpuSeconds = cpuSeconds
@@ -511,6 +520,8 @@ public struct GeneratorHealth: Equatable, Sendable {
         foreignMessages = counters.foreignMessages
         lowWatermarkFallbacks = counters.lowWatermarkFallbacks
         lowWatermarkRearms = counters.lowWatermarkRearms
+        receiveCoalescingPauses = counters.receiveCoalescingPauses
+        receiveBatchingPauses = counters.receiveBatchingPauses
     }
 }
 

@@ -37,9 +37,15 @@ public final class ReceiveRing {
     /// Throws when the kernel has no io_uring or forbids it (ENOSYS, EPERM: seccomp, kernel.io_uring_disabled), or
     /// has no provided-buffer rings or multishot receive (EINVAL, EOPNOTSUPP: before 6.0): the lane then reads with
     /// recv(2) after epoll. `buffers` must be a power of two.
-    public init(entries: Int = 1024, buffers: Int = 256, bufferSize: Int = 4096) throws(SystemError) {
+    ///
+    /// `deferred`: DEFER_TASKRUN and SINGLE_ISSUER (Linux 6.1 and later, else this throws EINVAL): the ring starts
+    /// disabled, the thread that calls `enable()` is the only one that enters the kernel for it from then on (other
+    /// threads only prepare requests, which go in with its next submission), and a wait for a batch of completions
+    /// (`wait(batch:until:)`) sleeps through the receives until the batch is complete instead of waking per receive.
+    public init(entries: Int = 1024, buffers: Int = 256, bufferSize: Int = 4096, deferred: Bool = false) throws(SystemError) {
         var ring: OpaquePointer?
-        let result = fb_rx_open(&ring, UInt32(clamping: entries), UInt32(clamping: buffers), UInt32(clamping: bufferSize))
+        let result = fb_rx_open(&ring, UInt32(clamping: entries), UInt32(clamping: buffers), UInt32(clamping: bufferSize),
+                                deferred ? 1 : 0)
         guard result == 0, let ring else { throw SystemError(call: "io_uring_setup", errno: -result) }
         self.ring = ring
         self.bufferCount = buffers
@@ -63,9 +69,31 @@ public final class ReceiveRing {
         fb_rx_arm_poll(ring, fileDescriptor, token) == 0
     }
 
-    /// Cancels the requests on `fileDescriptor` now, so closing it right after closes the connection.
-    public func cancel(_ fileDescriptor: Int32) {
-        _ = fb_rx_cancel(ring, fileDescriptor)
+    /// Cancels the requests on `fileDescriptor` now, so closing it right after closes the connection. On a deferred
+    /// ring from a thread that is not its owner, the cancel of the receive armed with `token` waits for the owner's
+    /// next submission (the socket closes then): returns true in that case, so the caller can wake the owner.
+    @discardableResult
+    public func cancel(_ fileDescriptor: Int32, token: UInt64 = 0) -> Bool {
+        fb_rx_cancel(ring, fileDescriptor, token) == 1
+    }
+
+    /// Whether the ring was opened `deferred`.
+    public var isDeferred: Bool { fb_rx_is_deferred(ring) != 0 }
+
+    /// A deferred ring: the calling thread becomes its owner, the one thread that enters the kernel for it.
+    /// nil, or the error (EEXIST: another thread owns it).
+    @discardableResult
+    public func enable() -> SystemError? {
+        let result = fb_rx_enable(ring)
+        return result < 0 ? SystemError(call: "io_uring_register", errno: -result) : nil
+    }
+
+    /// Waits until `batch` completions are ready or the monotonic clock reaches `deadline` (ns), submitting nothing.
+    /// nil (also at the deadline), or the error (EEXIST: a deferred ring's non-owner thread).
+    @discardableResult
+    public func wait(batch: Int, until deadline: UInt64) -> SystemError? {
+        let result = fb_rx_wait_until(ring, UInt32(clamping: batch), deadline)
+        return result < 0 ? SystemError(call: "io_uring_enter", errno: -result) : nil
     }
 
     /// Completions waiting.
@@ -93,6 +121,12 @@ public final class ReceiveRing {
     public func wait(block: Bool) -> SystemError? {
         let result = fb_rx_wait(ring, block ? 1 : 0)
         return result < 0 ? SystemError(call: "io_uring_enter", errno: -result) : nil
+    }
+
+    /// Submits what is prepared (`wait(block: false)`); true when this thread may not (a deferred ring's non-owner)
+    /// and requests wait for the owner.
+    public func submitOrLeave() -> Bool {
+        fb_rx_wait(ring, 0) == 1
     }
 
     /// Hands over every waiting completion (up to `limit`), oldest first; each buffer goes back to the kernel once

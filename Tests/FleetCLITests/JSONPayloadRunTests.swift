@@ -1,3 +1,4 @@
+import FleetTestSupport
 import FleetBroker
 import Foundation
 import Testing
@@ -23,7 +24,9 @@ struct JSONPayloadRunTests {
 
     @Test("every payload a subscriber receives is valid JSON holding the generated values")
     func everyPayloadParses() throws {
-        let broker = try MosquittoBroker()
+        var brokerConfiguration = MosquittoConfiguration()
+        brokerConfiguration.extraLines = [MosquittoBroker.subscriptionLogging]
+        let broker = try MosquittoBroker(configuration: brokerConfiguration)
         defer { broker.stop() }
         let directory = RunEndToEndTests.temporaryDirectory("json-escaping")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -39,7 +42,8 @@ struct JSONPayloadRunTests {
         subscriber.standardOutput = output
         try subscriber.run()
         defer { if subscriber.isRunning { subscriber.terminate() } }
-        Thread.sleep(forTimeInterval: 0.5)  // subscribed before the first publish
+        // Subscribed before the first publish: mosquitto logged the subscription.
+        #expect(broker.waitForSubscriptions(to: "notes/out"))
 
         let outcome = try RunEndToEndTests.run(["run", file, "--seed", "3", "--out", directory + "/out", "--quiet"])
         #expect(outcome.status == 0, "\(outcome.output)\n\(outcome.error)")

@@ -1,3 +1,4 @@
+import FleetTestSupport
 @testable import FleetBroker
 @testable import FleetCLI
 import Foundation
@@ -180,11 +181,13 @@ struct OneLinerTests {
 
         var configuration = MosquittoConfiguration()
         configuration.connectionMessages = false
+        configuration.extraLines = [MosquittoBroker.subscriptionLogging]
         let broker = try MosquittoBroker(configuration: configuration)
         defer { broker.stop() }
-        // mosquitto_pub sends 4 messages once the subscribers are in: not this run's, so foreign, not loss.
+        // mosquitto_pub sends 4 messages once both subscribers are in (mosquitto logged their subscriptions): not
+        // this run's, so foreign, not loss.
         let publisher = Thread {
-            Thread.sleep(forTimeInterval: 1.5)
+            guard broker.waitForSubscriptions(to: "outside/#", count: 2) else { return }
             for index in 0..<4 {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")

@@ -1,3 +1,4 @@
+import FleetTestSupport
 import Foundation
 import Testing
 
@@ -31,10 +32,12 @@ struct RunEndToEndTests {
     }
 
     /// Runs the built binary from the repository root: `input` on its standard input (closed after it),
-    /// `environment` added to the test's, `launcher` in front (e.g. `prlimit --fsize=N`); `interruptAfter` sends
-    /// SIGINT that many seconds after start. The one way the tests start fleetbench as a process.
+    /// `environment` added to the test's, `launcher` in front (e.g. `prlimit --fsize=N`); `interruptWhen` sends
+    /// SIGINT once it holds (checked every 10 ms; after 60 s without, SIGINT anyway so nothing hangs), e.g. once
+    /// the run's streamed timeline shows every client connected (`RunProgress`). The one way the tests start
+    /// fleetbench as a process.
     static func run(_ arguments: [String], input: String? = nil, environment extra: [String: String] = [:],
-                    launcher: [String] = [], interruptAfter: Double? = nil) throws -> Outcome {
+                    launcher: [String] = [], interruptWhen: (() -> Bool)? = nil) throws -> Outcome {
         let process = Process()
         if let program = launcher.first {
             process.executableURL = URL(fileURLWithPath: program)
@@ -57,8 +60,8 @@ struct RunEndToEndTests {
         try process.run()
         if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
         try standardInput.fileHandleForWriting.close()
-        if let interruptAfter {
-            Thread.sleep(forTimeInterval: interruptAfter)
+        if let interruptWhen {
+            EventWait.until(seconds: 60) { interruptWhen() || !process.isRunning }
             kill(process.processIdentifier, SIGINT)
         }
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
@@ -172,8 +175,9 @@ struct RunEndToEndTests {
     func interrupted() throws {
         let out = Self.temporaryDirectory("interrupted")
         defer { try? FileManager.default.removeItem(atPath: out) }
+        // Stopped once all 11 clients are connected (the streamed timeline says so).
         let outcome = try Self.run(["run", "scenarios/quickstart.json", "--duration", "60s", "--out", out, "--quiet"],
-                                   interruptAfter: 3)
+                                   interruptWhen: { RunProgress.connected(in: out) == 11 })
         #expect(outcome.status == 1)
         #expect(outcome.error.contains("fleetbench: stopping (DISCONNECT, then results are written)"))
         #expect(outcome.output.contains("quickstart: INTERRUPTED after "))

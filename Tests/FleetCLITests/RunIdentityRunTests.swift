@@ -1,3 +1,4 @@
+import FleetTestSupport
 import FleetBroker
 import Foundation
 import Testing
@@ -74,7 +75,7 @@ struct RunIdentityRunTests {
         let directory = RunEndToEndTests.temporaryDirectory("identity-two-runs")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Run a lasts 6 s; run b starts 1.5 s later and is over (10 messages per publisher at 20/s) well before
+        // Run a lasts 6 s; run b starts once a publishes and is over (10 messages per publisher at 20/s) well before
         // a ends, so a's subscriber gets every message of b. b's subscriber gets what a publishes meanwhile.
         let fileA = try Self.write(Self.scenario(prefix: "a", broker: broker.url, duration: "6s", limit: 100),
                                    to: directory, name: "a.json")
@@ -91,7 +92,8 @@ struct RunIdentityRunTests {
         processA.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/a.stderr"))
         try processA.run()
         defer { if processA.isRunning { processA.terminate() } }
-        Thread.sleep(forTimeInterval: 1.5)
+        // Run b once run a publishes (its streamed timeline shows it): a's subscriber is in by then.
+        #expect(EventWait.until(seconds: 30) { RunProgress.published(in: directory + "/a") > 0 })
         let outcomeB = try RunEndToEndTests.run(["run", fileB, "--out", directory + "/b", "--quiet",
                                                  "--summary-json", directory + "/b-summary.json"])
         processA.waitUntilExit()

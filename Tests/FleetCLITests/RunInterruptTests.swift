@@ -1,3 +1,4 @@
+import FleetTestSupport
 import Foundation
 import Testing
 
@@ -49,9 +50,10 @@ struct RunInterruptTests {
         var broker: Int32?
     }
 
-    /// Starts the run, sends SIGINT `signalAt` seconds after start and notes the embedded broker; with
-    /// `twice`, sends a second SIGINT as soon as the run has said it is stopping.
-    static func run(_ arguments: [String], signalAt: Double, twice: Bool = false) throws -> Outcome {
+    /// Starts the run, sends SIGINT once `signalWhen` holds (checked every 20 ms; after 60 s without, SIGINT
+    /// anyway so nothing hangs) and notes the embedded broker; with `twice`, sends a second SIGINT as soon as the
+    /// run has said it is stopping.
+    static func run(_ arguments: [String], signalWhen: () -> Bool, twice: Bool = false) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try RunEndToEndTests.binary())
         process.arguments = arguments
@@ -66,12 +68,12 @@ struct RunInterruptTests {
         let errors = ErrorText()
         error.fileHandleForReading.readabilityHandler = { handle in errors.append(handle.availableData) }
         try process.run()
-        let started = Date()
         var broker: Int32?
-        while Date().timeIntervalSince(started) < signalAt {
+        EventWait.until(seconds: 60, interval: 0.02) {
             if broker == nil { broker = children(of: process.processIdentifier).first }
-            Thread.sleep(forTimeInterval: 0.05)
+            return signalWhen() || !process.isRunning
         }
+        if broker == nil { broker = children(of: process.processIdentifier).first }
         kill(process.processIdentifier, SIGINT)
         if twice {
             let deadline = Date().addingTimeInterval(10)
@@ -100,7 +102,9 @@ struct RunInterruptTests {
         defer { try? FileManager.default.removeItem(atPath: work) }
         let scenario = try Self.scenario(in: work)
         let out = work + "/results"
-        let outcome = try Self.run(["run", scenario, "--out", out, "--quiet"], signalAt: 2.5)
+        // Part way through the connects: 30 of 301 clients connected (10 s at 30/s in all).
+        let outcome = try Self.run(["run", scenario, "--out", out, "--quiet"],
+                                   signalWhen: { RunProgress.connected(in: out) >= 30 })
         #expect(outcome.status == 1, "\(outcome.error)")
         #expect(outcome.error.contains("fleetbench: stopping (DISCONNECT, then results are written)"))
         let report = try RunEndToEndTests.report(in: out)
@@ -128,7 +132,8 @@ struct RunInterruptTests {
         defer { try? FileManager.default.removeItem(atPath: work) }
         let scenario = try Self.scenario(in: work)
         let out = work + "/results"
-        let outcome = try Self.run(["run", scenario, "--out", out, "--quiet"], signalAt: 2.5, twice: true)
+        let outcome = try Self.run(["run", scenario, "--out", out, "--quiet"],
+                                   signalWhen: { RunProgress.connected(in: out) >= 30 }, twice: true)
         #expect(outcome.status == 130, "\(outcome.error)")
         #expect(outcome.error.contains("fleetbench: stopping (DISCONNECT, then results are written)"))
         #expect(outcome.error.contains("fleetbench: quitting without writing results\n"))

@@ -89,6 +89,7 @@ struct RunReportAfterRealRunTests {
         #expect(generator["receive_coalescing_us"] as? Int == 1000)
         // The quickstart's few messages a second never make a lane pause.
         #expect(generator["receive_coalescing_pauses"] as? Int == 0)
+        #expect(generator["receive_batching_us"] as? Int == 500)
         // A few clients to a local broker: the kernel picks their source address and port.
         #expect(generator["source_addresses"] as? [String] == [])
         // io_uring where the kernel allows it; otherwise the report says send(2) and why.

@@ -96,7 +96,8 @@ struct RunStreamedResultsTests {
         let out = RunEndToEndTests.temporaryDirectory("streamed-interrupted")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let outcome = try RunEndToEndTests.run(
-            ["run", "scenarios/quickstart.json", "--duration", "60s", "--out", out, "--quiet"], interruptAfter: 4)
+            ["run", "scenarios/quickstart.json", "--duration", "60s", "--out", out, "--quiet"],
+            interruptWhen: { RunProgress.published(in: out) > 0 && RunProgress.received(in: out) > 0 })
         #expect(outcome.status == 1)
         #expect(outcome.output.contains("quickstart: INTERRUPTED after "))
         try Self.checkResults(in: out)

@@ -19,6 +19,20 @@ struct RunSummaryGeneratorTests {
             + "up to 1000 µs late under heavy load (4821 pauses; --receive-coalescing 0 to read at once)")
     }
 
+    @Test("says steady streams were read in batches only when a lane waited so, with the bound and the count")
+    func batching() {
+        var report = ReportCommandsTests.report(endToEndBase: 1000)
+        report.generator = GeneratorHealth(cpuSeconds: 1.5, peakRSSBytes: 40 * 1_048_576, lanes: 1,
+                                           receiveCoalescingMicroseconds: 1000, receiveCoalescingPauses: 0,
+                                           receiveBatchingMicroseconds: 500, receiveBatchingPauses: 0)
+        let line = { RunSummary.render(report, directory: nil).split(separator: "\n").map(String.init)
+            .first { $0.hasPrefix("  generator") } }
+        #expect(line() == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1")
+        report.generator.receiveBatchingPauses = 28_612
+        #expect(line() == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1, steady receive streams read in batches: "
+            + "receive times up to 500 µs late (28612 waits; --receive-coalescing 0 to read at once)")
+    }
+
     @Test("names io_uring's absence and the kernel's reason only when it was asked for and unavailable")
     func ioUringUnavailable() {
         var report = ReportCommandsTests.report(endToEndBase: 1000)

@@ -1,3 +1,4 @@
+import FleetTestSupport
 import FleetBroker
 @testable import FleetCLI
 import Foundation
@@ -53,6 +54,14 @@ struct WorkerPoolTests {
             found[index] = child
         }
         return found
+    }
+
+    /// Waits (at most 60 s) until each of the first `workers` workers of the run writing to `out` has at least
+    /// `each` clients connected, by their streamed timelines (`RunProgress`, out/workers/segment-N).
+    static func waitForConnected(in out: String, workers: Int, each: Int) {
+        EventWait.until(seconds: 60, interval: 0.02) {
+            (0..<workers).allSatisfy { RunProgress.connected(in: out + "/workers/segment-\($0)") >= each }
+        }
     }
 
     /// Waits up to `seconds` until `parent` has `count` workers.
@@ -198,7 +207,8 @@ struct WorkerPoolTests {
             let found = Self.waitForWorkers(of: parent, count: 2)
             workerPids.withLock { $0 = found }
             guard let victim = found[1] else { return }
-            Thread.sleep(forTimeInterval: 4)
+            // Mid-run: both workers have clients connected (their streamed timelines say so).
+            Self.waitForConnected(in: work + "/results", workers: 2, each: 1)
             pid.withLock { $0 = victim }
             kill(victim, SIGKILL)
         }
@@ -225,7 +235,8 @@ struct WorkerPoolTests {
         let outcome = try Self.run(["run", scenario, "--workers", "2", "--out", out, "--quiet"]) { parent in
             let found = Self.waitForWorkers(of: parent, count: 2)
             workerPids.withLock { $0 = found }
-            Thread.sleep(forTimeInterval: 6)
+            // Both workers part way through their connects: 6 clients each at least (more than 10 in all).
+            Self.waitForConnected(in: out, workers: 2, each: 6)
             kill(parent, SIGINT)
         }
         #expect(workerPids.withLock { $0.count } == 2)
@@ -273,7 +284,8 @@ struct WorkerPoolTests {
         let brokers = RunInterruptTests.children(of: parent).filter { !workers.values.contains($0) }
         // The embedded mosquitto the parent started outlives it (killed here).
         defer { for broker in brokers { kill(broker, SIGKILL) } }
-        Thread.sleep(forTimeInterval: 4)
+        // The workers run: clients connected in both.
+        Self.waitForConnected(in: work + "/results", workers: 2, each: 1)
         kill(parent, SIGKILL)
         let killed = Date()
         var status: Int32 = 0

@@ -39,14 +39,21 @@ struct EngineIdleMemoryTests {
         #expect(lane.clients.allSatisfy { $0.outbound.pool === lane.outboundBlocks })
         let held = Mutex<Held?>(nil)
         engine.onPublishStart = {
-            // Between two slots (0, 300, 600 ms after the start of publishing): every message so far is flushed.
-            TestThread.after(.milliseconds(450)) {
-                let seen = lane.queue.sync {
-                    Held(lent: lane.outboundBlocks.lent, capacities: lane.clients.map(\.outbound.capacity),
-                         storedCapacities: lane.clients.map { $0.session.outbound.storedBytes.capacity },
-                         pooled: lane.outboundBlocks.freeCount)
+            // Between messages: once every client has published and the lane has counted as many PUBACKs as
+            // messages (nothing written waits, nothing is in flight), seen in one turn-free moment of the lane.
+            TestThread.start {
+                EventWait.until(seconds: 5, interval: 0.001) {
+                    let seen: Held? = lane.queue.sync {
+                        let counters = lane.metrics.counters
+                        guard counters.published[.atLeastOnce] >= UInt64(clients),
+                              counters.acked[.atLeastOnce] == counters.published[.atLeastOnce] else { return nil }
+                        return Held(lent: lane.outboundBlocks.lent, capacities: lane.clients.map(\.outbound.capacity),
+                                    storedCapacities: lane.clients.map { $0.session.outbound.storedBytes.capacity },
+                                    pooled: lane.outboundBlocks.freeCount)
+                    }
+                    held.withLock { $0 = seen ?? $0 }
+                    return seen != nil
                 }
-                held.withLock { $0 = seen }
             }
         }
         let result = engine.run(duration: 1_000_000_000)

@@ -413,9 +413,9 @@ struct EngineNetworkTests {
             fleets: [cars], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 2, seed: 4,
             readyTimeout: 10_000_000_000, drainTimeout: 3_000_000_000)
         let engine = try Engine(configuration: configuration)
-        // Cut while 4 messages per car are in flight (200 ms round trip at 20/s); they are resent after it.
-        let result = EngineFaultTests.run(engine, duration: 2_000_000_000) { engine in
-            usleep(600_000)
+        // Cut while 4 messages per car are in flight (200 ms round trip at 20/s), after 12 per car (0.6 s); they
+        // are resent after it.
+        let result = EngineFaultTests.run(engine, duration: 2_000_000_000, afterPublished: 48) { engine in
             _ = try? engine.tunnel(fleet: "cars", fraction: 1, outage: 100_000_000...100_000_000)
         }
         let fleet = try #require(result.fleets["cars"])

@@ -97,7 +97,7 @@ struct EngineReceiveRingTests {
         let runID: UInt64 = 0x5EED_0018
         let messages = 5
         let topic = "cmd/0"
-        // Everything the broker sends, one byte per send(2), 1 ms apart.
+        // Everything the broker sends, one byte per send(2).
         let fakeBroker = try FakeBroker(behaviour: { _, packet, version in
             let answer: [UInt8]
             switch packet {
@@ -133,11 +133,15 @@ struct EngineReceiveRingTests {
             bytes += MQTTPacket.publish(publish).encoded(version: .v3_1_1)
         }
         let toSend = bytes
+        // Each byte once the lane has read the one before (its bytes-in count moved): every byte its own read.
         engine.onPublishStart = {
             TestThread.start {
+                let lane = engine.lanes[0]
+                let bytesIn = { lane.queue.sync { lane.metrics.counters.bytesIn } }
                 for byte in toSend {
+                    let before = bytesIn()
                     _ = fakeBroker.send(.sendBytes([byte]), toConnection: 0)
-                    usleep(1000)
+                    EventWait.until(seconds: 5, interval: 0.0002) { bytesIn() > before }
                 }
             }
         }

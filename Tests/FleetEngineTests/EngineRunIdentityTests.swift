@@ -124,13 +124,10 @@ struct EngineRunIdentityTests {
         let engine = try Engine(configuration: Self.configuration(
             broker, prefix: "gap", runID: 4, qos: .atMostOnce, messages: 150, perSecond: 100,
             subscriptionQoS: .atMostOnce))
-        engine.onPublishStart = {
-            TestThread.start {
-                usleep(500_000)
-                _ = try? engine.tunnel(fleet: "subscribers", fraction: 1, outage: 400_000_000...400_000_000)
-            }
+        // After 100 messages (0.5 s of two streams at 100/s), however loaded the machine.
+        let result = EngineFaultTests.run(engine, duration: 1_800_000_000, afterPublished: 100) { engine in
+            _ = try? engine.tunnel(fleet: "subscribers", fraction: 1, outage: 400_000_000...400_000_000)
         }
-        let result = engine.run(duration: 1_800_000_000)
         let delivery = result.delivery[0]
         #expect(result.counters.published[.atMostOnce] == 300)
         #expect(result.counters.disconnects[.tunnel] == 1)
@@ -151,13 +148,10 @@ struct EngineRunIdentityTests {
         let persistent = MQTTSessionSettings(version: .v3_1_1, cleanStart: false, keepAliveSeconds: 30)
         let engine = try Engine(configuration: Self.configuration(
             broker, prefix: "keep", runID: 5, messages: 150, perSecond: 100, subscriberSession: persistent))
-        engine.onPublishStart = {
-            TestThread.start {
-                usleep(500_000)
-                _ = try? engine.tunnel(fleet: "subscribers", fraction: 1, outage: 400_000_000...400_000_000)
-            }
+        // After 100 messages (0.5 s of two streams at 100/s), however loaded the machine.
+        let result = EngineFaultTests.run(engine, duration: 1_800_000_000, afterPublished: 100) { engine in
+            _ = try? engine.tunnel(fleet: "subscribers", fraction: 1, outage: 400_000_000...400_000_000)
         }
-        let result = engine.run(duration: 1_800_000_000)
         let delivery = result.delivery[1]
         #expect(result.counters.published[.atLeastOnce] == 300)
         #expect(result.counters.disconnects[.tunnel] == 1)

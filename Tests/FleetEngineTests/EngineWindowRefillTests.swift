@@ -135,7 +135,7 @@ final class WindowRefillHarness: @unchecked Sendable {
         let lane = engine.lanes[0]
         return lane.queue.sync {
             (Int(lane.metrics.counters.acked[qos]), Int(lane.metrics.counters.published[qos]),
-             lane.metrics.counters.lowWatermarkFallbacks, lane.metrics.counters.lowWatermarkRearms, lane.clients[0].receiveLowWatermark)
+             lane.metrics.counters.lowWatermarkFallbacks, lane.metrics.counters.lowWatermarkRearms, lane.clients[0].ackBatching.mark)
         }
     }
 

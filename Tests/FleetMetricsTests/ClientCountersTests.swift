@@ -107,6 +107,8 @@ struct ClientCountersEveryFieldTests {
         counters.subscriptionsRefused = base + 21
         counters.qos2AckedAsQoS1 = base + 22
         counters.recordTransportError("TLS handshake timeout", count: base + 23)
+        counters.receiveCoalescingPauses = base + 24
+        counters.receiveBatchingPauses = base + 25
         return counters
     }
 
@@ -136,6 +138,8 @@ struct ClientCountersEveryFieldTests {
         #expect(run.qos2AckedAsQoS1 == 144)
         #expect(run.transportErrors == ["TLS handshake timeout": 146])
         #expect(run.transportErrorsTotal == 146)
+        #expect(run.receiveCoalescingPauses == 148)
+        #expect(run.receiveBatchingPauses == 150)
         // Sent 116, 118 replies (more than sent: the sum never goes below 0), 120 of them late.
         #expect(run.requestsTimedOut == 120)
         // Adding a value to itself doubles it: no field is left out of add (a forgotten one would stay put).

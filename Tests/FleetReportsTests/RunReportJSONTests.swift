@@ -171,6 +171,8 @@ struct RunReportJSONTests {
         #expect(generator["foreign_messages"] as? Int == 0)
         #expect(generator["receive_coalescing_us"] as? Int == 250)
         #expect(generator["receive_coalescing_pauses"] as? Int == 12)
+        #expect(generator["receive_batching_us"] as? Int == 250)
+        #expect(generator["receive_batching_pauses"] as? Int == 7)
         #expect(generator["send_path"] as? String == "io_uring")
         #expect(generator["io_uring_unavailable"] is NSNull)
         #expect(generator["source_addresses"] as? [String] == ["127.0.0.1", "127.0.0.2"])

@@ -57,7 +57,7 @@ struct RunReportReadingTests {
         #expect(fromOlder.generator.receiveRingUnavailable == nil)
     }
 
-    @Test("churn skips, transport errors, request counts of both sides and ack-batching fallbacks survive the trip; older reports read as 0")
+    @Test("churn skips, transport errors, request counts of both sides, ack-batching fallbacks and receive pauses survive the trip; older reports read as 0")
     func countsFromClientCounters() throws {
         var counters = ClientCounters()
         counters.churnSkipped = 7
@@ -71,6 +71,8 @@ struct RunReportReadingTests {
         counters.requestsUnanswered = 1
         counters.lowWatermarkFallbacks = 6
         counters.lowWatermarkRearms = 5
+        counters.receiveCoalescingPauses = 9
+        counters.receiveBatchingPauses = 4
         var sample = SampleReports.make()
         sample.setCounters(counters, peakConnected: 4)
         let text = try sample.jsonText()
@@ -87,6 +89,8 @@ struct RunReportReadingTests {
                                                   responderUnanswered: 1))
         #expect(reread.generator.lowWatermarkFallbacks == 6)
         #expect(reread.generator.lowWatermarkRearms == 5)
+        #expect(reread.generator.receiveCoalescingPauses == 9)
+        #expect(reread.generator.receiveBatchingPauses == 4)
         let top = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         let connections = try #require(top["connections"] as? [String: Any])
         #expect(connections["churn_skipped"] as? Int == 7)

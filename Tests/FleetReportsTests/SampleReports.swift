@@ -79,7 +79,8 @@ enum SampleReports {
         report.generator = GeneratorHealth(
             saturated: true, saturationReasons: ["schedule lag p99 20 µs above 10 µs"], cpuSeconds: 1.25,
             peakRSSBytes: 52_428_800, lanes: 2, droppedSlots: 4, abandonedPublishes: 1, foreignMessages: 0,
-            receiveCoalescingMicroseconds: 250, receiveCoalescingPauses: 12, sendPath: "io_uring",
+            receiveCoalescingMicroseconds: 250, receiveCoalescingPauses: 12,
+            receiveBatchingMicroseconds: 250, receiveBatchingPauses: 7, sendPath: "io_uring",
             sourceAddresses: ["127.0.0.1", "127.0.0.2"])
         report.timeline = [
             TimelinePoint(t: 1, connected: 8, published: 100, received: 90, endToEndP50Ms: 0.4, endToEndP99Ms: 0.9),

@@ -1,6 +1,7 @@
 import FleetTestSupport
 @testable import FleetTransport
 import Glibc
+import Synchronization
 import Testing
 
 /// The receive ring on a loopback TCP pair: what a multishot receive hands over, how it ends.
@@ -21,6 +22,8 @@ struct ReceiveRingTests {
         let deadline = MonotonicNanoseconds.now() + 2_000_000_000
         while !enough(seen) && MonotonicNanoseconds.now() < deadline {
             ring.wait(block: false)
+            // A deferred ring posts completions only while its owner waits on it.
+            if ring.isDeferred { ring.wait(batch: 1, until: MonotonicNanoseconds.now() + 1_000_000) }
             if ring.readyCount == 0 { usleep(1000); continue }
             _ = ring.drain { completion in
                 guard completion.kind == .receive else { return }
@@ -81,7 +84,8 @@ struct ReceiveRingTests {
         let ring = try ReceiveRing(entries: 8, buffers: 2, bufferSize: 16)
         let bytes = (0..<64).map { UInt8($0) }
         Self.write(pair.receiver, bytes)
-        usleep(20_000)  // all 64 bytes queued before the receive starts
+        // All 64 bytes queued (FIONREAD) before the receive starts.
+        #expect(EventWait.until(seconds: 5, interval: 0.001) { (try? pair.sender.queuedBytes()) == 64 })
         #expect(ring.armReceive(pair.sender.fileDescriptor, token: 1))
         ring.wait(block: false)
         let first = Self.collect(ring) { $0.contains { !$0.more } }
@@ -95,6 +99,75 @@ struct ReceiveRingTests {
         #expect(rest.allSatisfy { $0.token == 2 && $0.more })
         received += rest.flatMap(\.bytes)
         #expect(received == bytes)
+    }
+
+    static let deferredAvailable = (try? ReceiveRing(entries: 8, buffers: 8, bufferSize: 256, deferred: true)) != nil
+
+    /// A deferred ring (DEFER_TASKRUN, SINGLE_ISSUER): requests prepared on another thread go in only with the owner's
+    /// submission, a cancel prepared there (by the receive's token) too, and a batch wait is not ended by fewer
+    /// completions than asked for: it sleeps to its deadline, and the completions are there when it returns.
+    @Test("a deferred ring: other threads' requests wait for the owner; a batch wait ends at the batch or the deadline",
+          .enabled(if: deferredAvailable))
+    func deferredRingOwnerAndBatchWait() throws {
+        let pairs = try (0..<3).map { _ in try LoopbackPair() }
+        defer { for pair in pairs { try? pair.sender.close(); try? pair.receiver.close() } }
+        let ring = try ReceiveRing(entries: 8, buffers: 8, bufferSize: 64, deferred: true)
+        #expect(ring.isDeferred)
+        #expect(ring.enable() == nil)  // this thread owns it
+        // Another thread prepares the receives: it may not submit, so it leaves them (true) for the owner.
+        final class Box: @unchecked Sendable { var left = false; var enableError: Int32 = 0 }
+        let box = Box()
+        nonisolated(unsafe) let shared = ring  // used by one thread at a time: the other waits on `done`
+        let descriptors = pairs.map(\.sender.fileDescriptor)
+        let done = Atomic<Bool>(false)
+        TestThread.start {
+            var armed = true
+            for (index, descriptor) in descriptors.enumerated() {
+                armed = armed && shared.armReceive(descriptor, token: UInt64(index))
+            }
+            box.left = armed && shared.submitOrLeave()
+            box.enableError = shared.enable()?.errno ?? 0
+            done.store(true, ordering: .releasing)
+        }
+        while !done.load(ordering: .acquiring) { usleep(1000) }
+        #expect(box.left)
+        #expect(box.enableError == EEXIST)
+        // Not submitted yet: bytes written now wait in the sockets.
+        Self.write(pairs[0].receiver, [1])
+        #expect(ring.wait(batch: 1, until: MonotonicNanoseconds.now() + 50_000_000) == nil)
+        #expect(ring.readyCount == 0)
+        #expect(!ring.submitOrLeave())  // the owner submits: false, nothing left
+        // One receive has bytes (the byte written before): a wait for 3 sleeps to its deadline, then the 1 is there.
+        let started = MonotonicNanoseconds.now()
+        #expect(ring.wait(batch: 3, until: started + 100_000_000) == nil)
+        #expect(MonotonicNanoseconds.now() - started >= 100_000_000)
+        var seen: [Seen] = []
+        _ = ring.drain { seen.append(Seen(token: $0.token, result: $0.result, more: $0.more, bytes: Array($0.bytes))) }
+        #expect(seen == [Seen(token: 0, result: 1, more: true, bytes: [1])])
+        // Both others get a byte: a wait for 2 returns with both, long before its 10 s deadline.
+        Self.write(pairs[1].receiver, [2])
+        Self.write(pairs[2].receiver, [3])
+        let second = MonotonicNanoseconds.now()
+        #expect(ring.wait(batch: 2, until: second + 10_000_000_000) == nil)
+        #expect(MonotonicNanoseconds.now() - second < 5_000_000_000)
+        seen = []
+        _ = ring.drain { seen.append(Seen(token: $0.token, result: $0.result, more: $0.more, bytes: Array($0.bytes))) }
+        #expect(seen.sorted { $0.token < $1.token } == [Seen(token: 1, result: 1, more: true, bytes: [2]),
+                                                        Seen(token: 2, result: 1, more: true, bytes: [3])])
+        // A cancel from another thread, by the receive's token, is left for the owner too and ends that receive only.
+        done.store(false, ordering: .relaxed)
+        TestThread.start {
+            box.left = shared.cancel(descriptors[1], token: 1)
+            done.store(true, ordering: .releasing)
+        }
+        while !done.load(ordering: .acquiring) { usleep(1000) }
+        #expect(box.left)
+        #expect(!ring.submitOrLeave())
+        let end = Self.collect(ring) { $0.count >= 1 }
+        #expect(end == [Seen(token: 1, result: -ECANCELED, more: false, bytes: [])])
+        Self.write(pairs[2].receiver, [4])
+        let still = Self.collect(ring) { $0.count >= 1 }
+        #expect(still == [Seen(token: 2, result: 1, more: true, bytes: [4])])
     }
 }
 

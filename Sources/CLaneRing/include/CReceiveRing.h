@@ -31,7 +31,13 @@ typedef struct fb_rx_completion {
 // power of two, at most 32,768), and checks that this kernel runs a multishot receive into them (6.0 or later) by
 // receiving one byte on a socket pair. 0 with `*ring` set, or -errno: ENOSYS (no io_uring), EPERM (forbidden: seccomp,
 // kernel.io_uring_disabled), EINVAL or EOPNOTSUPP (a kernel without provided-buffer rings or multishot receive).
-int fb_rx_open(fb_rx **ring, unsigned entries, unsigned buffers, unsigned buffer_size);
+//
+// `deferred`: the ring is set up with DEFER_TASKRUN and SINGLE_ISSUER (6.1 and later; the kernel's support is probed on
+// a throwaway ring) and starts disabled: one thread, the one that calls fb_rx_enable, enters the kernel for it from
+// then on. Receives are then copied only while that thread waits on the ring, and a wait for a batch of completions
+// is woken once, when the batch is ready (or at its timeout), instead of once per receive. Other threads may still
+// prepare requests (under the caller's own exclusion): they go in with the owner's next submission.
+int fb_rx_open(fb_rx **ring, unsigned entries, unsigned buffers, unsigned buffer_size, int deferred);
 void fb_rx_close(fb_rx *ring);
 
 // Prepares a multishot receive on `fd` (submitted by the next fb_rx_submit or fb_rx_wait). 0 or -errno.
@@ -40,7 +46,19 @@ int fb_rx_arm_receive(fb_rx *ring, int fd, uint64_t token);
 int fb_rx_arm_poll(fb_rx *ring, int fd, uint64_t token);
 // Cancels every request on `fd` and submits at once: until then the kernel holds the socket open, so a close(2)
 // right after this one really closes the connection. The receive's last completion (-ECANCELED) comes later.
-int fb_rx_cancel(fb_rx *ring, int fd);
+// On a deferred ring from a thread other than its owner: prepares a cancel of the receive armed with `token`
+// (`fd` may be closed and reused by then) for the owner's next submission and returns 1; the socket closes then.
+int fb_rx_cancel(fb_rx *ring, int fd, uint64_t token);
+
+// A deferred ring: makes the calling thread its owner and enables it. 0, -EEXIST (another thread owns it), or
+// -errno. Nothing for a ring that is not deferred.
+int fb_rx_enable(fb_rx *ring);
+int fb_rx_is_deferred(const fb_rx *ring);
+
+// Waits until `batch` completions are ready or the monotonic clock reaches `deadline_ns`, whichever is first
+// (returns at once past it); submits nothing. On a deferred ring the wait sleeps through the receives until the
+// batch is complete. 0 (also at the deadline or on EINTR), or -errno (-EEXIST: not the owner thread).
+int fb_rx_wait_until(fb_rx *ring, unsigned batch, uint64_t deadline_ns);
 
 // Waits until a completion is ready without submitting anything (the lane's driver thread, while a turn on
 // another thread may be preparing requests). 0, or -errno (EINTR).
@@ -52,7 +70,8 @@ int fb_rx_block(fb_rx *ring);
 int fb_rx_block_batched(fb_rx *ring, unsigned batch, unsigned min_wait_usec);
 
 // Submits what is prepared; with `wait`, also waits until at least one completion is ready (returns at once if one
-// already is). 0, or -errno (EINTR: woken without a completion).
+// already is). 0, or -errno (EINTR: woken without a completion). On a deferred ring from another thread than its
+// owner: submits nothing and returns 1 when requests wait for the owner.
 int fb_rx_wait(fb_rx *ring, int wait);
 
 // Moves up to `capacity` completions into `completions`, oldest first. Returns how many.
