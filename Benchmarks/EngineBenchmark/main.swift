@@ -17,6 +17,8 @@ import MQTTSession
 // set_tcp_nodelay, unlimited queue, 64 in flight); ENGINE_BENCH_BROKERS="stock" or "tuned" runs one of them, and
 // "rabbitmq" a private RabbitMQ node (MQTT plugin, stock settings; qos0/qos1/qos2 only, QoS 2 runs as QoS 1 there).
 // ENGINE_BENCH_REPEAT=N runs the qos1/qos2 window sweeps N times and prints the median run per window.
+// Before each engine run a reference writer (ReferenceWriter for qos0, WindowedReferenceWriter for qos1/qos2 with
+// the same window) shows what the broker absorbs from a minimal client; ENGINE_BENCH_REFERENCE=0 skips it.
 // ENGINE_BENCH_NETWORK=lte (any preset of a fleet's `network` key) puts every vehicle of the fleet workload on
 // that emulated link.
 
@@ -375,12 +377,21 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
     // alike), and prints each window's median run: single runs of a few seconds swing by ±15 %, too much to tell
     // whether a larger window is slower than window 1.
     let repeats = max(1, Int(environment["ENGINE_BENCH_REPEAT"] ?? "") ?? 1)
+    // ENGINE_BENCH_REFERENCE=0: no reference writer runs (`WindowedReferenceWriter`).
+    let skipReference = environment["ENGINE_BENCH_REFERENCE"] == "0"
     for publishers in publisherCounts {
         // Every publisher sends `messages` (one publisher at window 1 is slow: ~20,000 msg/s at QoS 1).
         let perPublisher = messages
         var runs: [UInt16: [ThroughputFigures]] = [:]
+        var references: [UInt16: [WindowedReferenceWriter.Result]] = [:]
         for _ in 0..<repeats {
             for window in windows {
+                // The broker's rate from the cheapest client with the same window, right before the engine's run.
+                if !skipReference, let reference = WindowedReferenceWriter(
+                    port: broker.port, publishers: publishers, messagesPerPublisher: perPublisher, payloadSize: 64,
+                    qos: qos, window: Int(window)).run() {
+                    references[window, default: []].append(reference)
+                }
                 guard let figures = engineThroughput(qos: qos, window: window, publishers: publishers,
                                                      messages: perPublisher, subscriber: false) else {
                     print(json(["workload": name, "error": "engine did not start"])); continue
@@ -409,6 +420,20 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
             line["ack_latency_p99_us"] = figures.ackP99
             line["rcvlowat_fallbacks"] = figures.lowWatermarkFallbacks
             line["rcvlowat_rearms"] = figures.lowWatermarkRearms
+            if !skipReference {
+                if let all = references[window], !all.isEmpty {
+                    // The median reference run; the engine's rate as a fraction of it (issue 12: at least 0.9).
+                    let reference = all.sorted { $0.messagesPerSecond < $1.messagesPerSecond }[all.count / 2]
+                    line["reference_msgs_per_second"] = reference.messagesPerSecond.rounded()
+                    line["reference_acked"] = reference.acknowledged
+                    line["reference_cpu_us_per_msg"] = round3(reference.cpuPerMessage)
+                    if repeats > 1 { line["reference_msgs_per_second_runs"] = all.map { Int($0.messagesPerSecond.rounded()) } }
+                    line["engine_over_reference"] = round3(figures.messagesPerSecond / reference.messagesPerSecond)
+                } else {
+                    line["reference_error"] = "reference writer could not connect"
+                }
+                line["target_engine_over_reference_min"] = 0.9
+            }
             if window > 1, let one = rates[1] {
                 line["rate_over_window_1"] = round3(figures.messagesPerSecond / one)
                 // No window may be slower than window 1, on either broker configuration.

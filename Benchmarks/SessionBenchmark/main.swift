@@ -1,8 +1,5 @@
 // Session micro-benchmark: ns/op and allocations/op of the per-message paths of MQTTClientSession.
-// Not a declared target yet (Package.swift is frozen for helpers); to run it add
-//   .executableTarget(name: "SessionBenchmark", dependencies: ["MQTTSession", "MQTTCodec", "CAllocCounter"],
-//                     path: "Benchmarks/SessionBenchmark"),
-// then: swift run -c release SessionBenchmark
+// swift build -c release --product SessionBenchmark && .build/release/SessionBenchmark
 import CAllocCounter
 import MQTTCodec
 import MQTTSession
@@ -22,9 +19,10 @@ struct CountingHandler: MQTTSessionEventHandler {
     }
 }
 
-func run(_ name: String, version: MQTTProtocolVersion, qos: MQTTQoS, inbound: Bool, iterations: Int) {
+func run(_ name: String, version: MQTTProtocolVersion, qos: MQTTQoS, inbound: Bool, iterations: Int,
+         keepsStatistics: Bool = true) {
     let settings = MQTTSessionSettings(version: version, keepAliveSeconds: 60, keepsPublishesForRetransmission: !CommandLine.arguments.contains("--no-copies"))
-    var session = MQTTClientSession(settings: settings, clientID: "bench")
+    var session = MQTTClientSession(settings: settings, clientID: "bench", keepsStatistics: keepsStatistics)
     var output = MQTTByteBuffer(capacity: 1 << 16)
     var decoder = MQTTDecoder(version: version, initialCapacity: 1 << 16)
     var handler = CountingHandler()
@@ -91,6 +89,12 @@ for version in [MQTTProtocolVersion.v3_1_1, .v5] {
     for qos in MQTTQoS.allCases {
         run("publish_qos\(qos.rawValue)_with_acks_\(tag)", version: version, qos: qos, inbound: false, iterations: iterations)
         run("receive_qos\(qos.rawValue)_\(tag)", version: version, qos: qos, inbound: true, iterations: iterations)
+        // The engine's sessions keep no statistics (`EngineConfiguration.keepsSessionStatistics`): no allocation
+        // per message there either.
+        run("publish_qos\(qos.rawValue)_with_acks_\(tag)_no_statistics", version: version, qos: qos, inbound: false,
+            iterations: iterations, keepsStatistics: false)
+        run("receive_qos\(qos.rawValue)_\(tag)_no_statistics", version: version, qos: qos, inbound: true,
+            iterations: iterations, keepsStatistics: false)
     }
 }
 print("{\"sink\":\(sink % 2),\"session_inline_bytes\":\(MemoryLayout<MQTTClientSession>.size)}")

@@ -100,12 +100,12 @@ extension MQTTClientSession {
             pingTimeoutReported = false
             pingSentAt = now
             lastPacketSentAt = now
-            statistics.pingsSent &+= 1
+            updateStatistics { $0.pingsSent &+= 1 }
         }
     }
 
     mutating func report<Handler: MQTTSessionEventHandler>(_ timeout: MQTTAckTimeout, events: inout Handler) {
-        statistics.countTimeout(timeout.kind)
+        updateStatistics { $0.countTimeout(timeout.kind) }
         events.sessionEvent(.ackTimeout(timeout))
     }
 }

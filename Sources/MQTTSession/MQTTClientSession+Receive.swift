@@ -62,7 +62,7 @@ extension MQTTClientSession {
                 pingOutstanding = false
                 events.sessionEvent(.pingResponse(sentAt: pingSentAt, receivedAt: now))
             } else {
-                statistics.unexpectedAcknowledgements &+= 1
+                updateStatistics { $0.unexpectedAcknowledgements &+= 1 }
                 events.sessionEvent(.unexpectedAcknowledgement(.pingResp, packetID: 0))
             }
         case .connAck, .subAck, .unsubAck, .disconnect:
@@ -152,7 +152,7 @@ extension MQTTClientSession {
             guard let awaiting = slot.awaiting else { index += 1; continue }
             if awaiting == .pubComp {
                 output.writePublishAck(.pubRel, packetID: slot.packetID, version: settings.version)
-                statistics.retransmittedReleases &+= 1
+                updateStatistics { $0.retransmittedReleases &+= 1 }
             } else if slot.storedCount > 0 {
                 let range = slot.storedOffset..<(slot.storedOffset + slot.storedCount)
                 outbound.storedBytes.withUnsafeBytes { stored in
@@ -163,7 +163,7 @@ extension MQTTClientSession {
                         return source.count
                     }
                 }
-                statistics.retransmittedPublishes &+= 1
+                updateStatistics { $0.retransmittedPublishes &+= 1 }
             } else {
                 // No copy was kept (keepsPublishesForRetransmission is off): give it up.
                 dropSlot(at: index, awaiting: awaiting, events: &events)
@@ -190,7 +190,7 @@ extension MQTTClientSession {
         let slot = outbound.slots[index]
         let deadline = slot.stageSentAt &+ settings.timeouts.timeout(for: awaiting)
         outbound.free(at: index, deadline: deadline)
-        statistics.droppedPublishes &+= 1
+        updateStatistics { $0.droppedPublishes &+= 1 }
         events.sessionEvent(.publishDropped(MQTTDroppedPublish(
             packetID: slot.packetID, qos: slot.qos, awaiting: awaiting, intendedAt: slot.intendedAt, tag: slot.tag)))
     }
@@ -210,7 +210,7 @@ extension MQTTClientSession {
         output: inout MQTTByteBuffer, events: inout Handler
     ) {
         guard let index = pendingRequests.firstIndex(where: { $0.packetID == packetID && $0.kind == kind }) else {
-            statistics.unexpectedAcknowledgements &+= 1
+            updateStatistics { $0.unexpectedAcknowledgements &+= 1 }
             events.sessionEvent(.unexpectedAcknowledgement(kind == .subAck ? .subAck : .unsubAck, packetID: packetID))
             return
         }
@@ -287,13 +287,13 @@ extension MQTTClientSession {
                     receivedAt: now, tag: slot.tag, reasonCode: view.reasonCode)))
                 return
             }
-            statistics.unexpectedAcknowledgements &+= 1
+            updateStatistics { $0.unexpectedAcknowledgements &+= 1 }
             events.sessionEvent(.unexpectedAcknowledgement(view.type, packetID: view.packetID))
             return
         }
         let slot = outbound.slots[index]
         outbound.free(at: index, deadline: slot.stageSentAt &+ settings.timeouts.timeout(for: kind))
-        if kind == .pubAck { statistics.acknowledgedQoS1 &+= 1 } else { statistics.acknowledgedQoS2 &+= 1 }
+        if kind == .pubAck { updateStatistics { $0.acknowledgedQoS1 &+= 1 } } else { updateStatistics { $0.acknowledgedQoS2 &+= 1 } }
         events.sessionEvent(.publishAcknowledged(MQTTPublishAcknowledgement(
             kind: kind, packetID: slot.packetID, intendedAt: slot.intendedAt, sentAt: slot.sentAt, receivedAt: now,
             tag: slot.tag, reasonCode: view.reasonCode)))
@@ -304,7 +304,7 @@ extension MQTTClientSession {
         _ view: MQTTPacketView, now: UInt64, output: inout MQTTByteBuffer, events: inout Handler
     ) {
         guard let index = outbound.index(of: view.packetID) else {
-            statistics.unexpectedAcknowledgements &+= 1
+            updateStatistics { $0.unexpectedAcknowledgements &+= 1 }
             events.sessionEvent(.unexpectedAcknowledgement(.pubRec, packetID: view.packetID))
             return
         }
@@ -319,7 +319,7 @@ extension MQTTClientSession {
                                  newDeadline: now &+ settings.timeouts.pubComp)
             } else {
                 outbound.free(at: index, deadline: oldDeadline)
-                statistics.acknowledgedQoS2 &+= 1
+                updateStatistics { $0.acknowledgedQoS2 &+= 1 }
             }
             events.sessionEvent(.publishAcknowledged(MQTTPublishAcknowledgement(
                 kind: .pubRec, packetID: slot.packetID, intendedAt: slot.intendedAt, sentAt: slot.sentAt,
@@ -329,7 +329,7 @@ extension MQTTClientSession {
             output.writePublishAck(.pubRel, packetID: slot.packetID, version: settings.version)
             lastPacketSentAt = now
         default:
-            statistics.unexpectedAcknowledgements &+= 1
+            updateStatistics { $0.unexpectedAcknowledgements &+= 1 }
             events.sessionEvent(.unexpectedAcknowledgement(.pubRec, packetID: view.packetID))
         }
     }
@@ -359,7 +359,7 @@ extension MQTTClientSession {
             return
         }
         let qos = view.qos
-        if view.dup { statistics.duplicatesReceived &+= 1 }
+        if view.dup { updateStatistics { $0.duplicatesReceived &+= 1 } }
 
         var alias: UInt16 = 0
         if view.hasProperty(.topicAlias) {  // 5.0 §3.3.2.3.4
@@ -385,7 +385,7 @@ extension MQTTClientSession {
             // §4.3.3: until PUBREL, a PUBLISH with the same identifier is the same message: PUBREC again,
             // deliver nothing.
             if inboundAwaitingRelease.contains(view.packetID) {
-                statistics.duplicatesSuppressed &+= 1
+                updateStatistics { $0.duplicatesSuppressed &+= 1 }
                 output.writePublishAck(.pubRec, packetID: view.packetID, version: settings.version)
                 lastPacketSentAt = now
                 return
@@ -399,7 +399,7 @@ extension MQTTClientSession {
             inboundAwaitingRelease.append(view.packetID)
         }
 
-        statistics.countReceived(qos)
+        updateStatistics { $0.countReceived(qos) }
         let message = MQTTReceivedMessage(
             topicRange: view.topicRange, payloadRange: view.payloadRange, qos: qos, retain: view.retain,
             dup: view.dup, packetID: view.packetID, topicAlias: alias)

@@ -46,17 +46,13 @@ public struct MQTTClientSession: Sendable {
     public internal(set) var clientID: String
     /// The session's counters, when it keeps them (`keepsStatistics`); zeros otherwise. The engine counts every
     /// event itself and keeps none: 8 bytes in each session instead of the counters' 88 inline.
-    public internal(set) var statistics: MQTTSessionStatistics {
-        get { statisticsStorage.first ?? MQTTSessionStatistics() }
-        set { if !statisticsStorage.isEmpty { statisticsStorage[0] = newValue } }
-        _modify {
-            if statisticsStorage.isEmpty {
-                var discarded = MQTTSessionStatistics()
-                yield &discarded
-            } else {
-                yield &statisticsStorage[0]
-            }
-        }
+    public var statistics: MQTTSessionStatistics { statisticsStorage.first ?? MQTTSessionStatistics() }
+
+    /// Counts into the statistics when the session keeps them. A `_modify` accessor yielding a discarded copy
+    /// for a session without them allocated the accessor's frame (malloc and free) at every publish and ack.
+    @inline(__always)
+    mutating func updateStatistics(_ change: (inout MQTTSessionStatistics) -> Void) {
+        if !statisticsStorage.isEmpty { change(&statisticsStorage[0]) }
     }
     /// One element when the session keeps statistics, none otherwise (no storage).
     var statisticsStorage: [MQTTSessionStatistics]
@@ -261,7 +257,7 @@ public struct MQTTClientSession: Sendable {
             }
         }
         lastPacketSentAt = now
-        statistics.countPublished(qos)
+        updateStatistics { $0.countPublished(qos) }
         guard qos != .atMostOnce else { return .sent(packetID: 0) }
 
         // The packet is the last `size` bytes of the output (writing may have compacted the buffer).
