@@ -60,6 +60,9 @@ final class LaneReceiveRing {
     /// Receive completions that carried bytes, and those bytes (tests compare them with what the clients read).
     var receiveCompletions = 0
     var receivedBytes: UInt64 = 0
+    /// The client whose socket the lane reads itself while it looks for held acks (`Lane.lookForHeldAcksBesideRing`):
+    /// its mark stays one no ack reaches until the look ends (-1: none).
+    var quietClient = -1
 
     init(ring: ReceiveRing, clients: Int) {
         self.ring = ring
