@@ -184,8 +184,9 @@ extension Lane {
             let outcome = send(client, slot)
             clients[client].publisher.record(outcome, of: slot, in: &turn)
         }
-        metrics.fleets[clients[client].fleet].counters.droppedSlots &+= turn.dropped
-        metrics.fleets[clients[client].fleet].counters.offline.flushed &+= turn.flushed
+        let fleet = clients[client].fleet
+        metrics.fleets[fleet].counters.droppedSlots &+= turn.dropped
+        metrics.fleets[fleet].counters.offline.flushed &+= turn.flushed
         stage(client)
         // A window that filled with nothing left to write (the message that found it full came due after the
         // last write) gets its mark now; a client with bytes to write gets it after the flush.
@@ -202,6 +203,7 @@ extension Lane {
     private func send(_ client: Int, _ slot: ClientPublisher.Slot) -> ClientPublisher.Outcome {
         let stream = slot.stream
         let due = slot.send
+        let fleet = clients[client].fleet
         // The fields one by one: a copy of the whole stream state (schedule, payload, request) cost retains and
         // releases per message.
         let streamID = clients[client].publisher.streams[stream].streamID
@@ -256,19 +258,19 @@ extension Lane {
         }
         switch result {
         case .sent:
-            metrics.fleets[clients[client].fleet].counters.published[qos] += 1
+            metrics.fleets[fleet].counters.published[qos] += 1
             progress.setPublished(slot: progressSlot, sequence &+ 1)
-            if clients[client].publisher.streams[stream].request != nil { metrics.fleets[clients[client].fleet].counters.requestsSent += 1 }
+            if clients[client].publisher.streams[stream].request != nil { metrics.fleets[fleet].counters.requestsSent += 1 }
             if let lags = clients[client].publisher.lags(of: slot, now: now) {
-                metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: lags.schedule / 1000)
-                metrics.fleets[clients[client].fleet].generatorLag.record(lags.generator / 1000)
+                metrics.fleets[fleet].latency.record(.scheduleLag, from: .intended, microseconds: lags.schedule / 1000)
+                metrics.fleets[fleet].generatorLag.record(lags.generator / 1000)
             }
             return .sent
         case .windowFull:
             clients[client].ackBatching.windowFull()
             return .windowFull
         case .notConnected, .packetTooLarge, .qosNotSupported:
-            metrics.fleets[clients[client].fleet].counters.droppedSlots += 1
+            metrics.fleets[fleet].counters.droppedSlots += 1
             return .dropped
         }
     }

@@ -206,26 +206,7 @@ struct SimulatedClient {
     /// starts, where a persistent window's link was cut, and whether a window is open.
     var entitlement: EntitlementState?
     var entitledStreams: [UInt32] { entitlement?.streams ?? [] }
-    var entitledPersistent: [Bool] { entitlement?.persistent ?? [] }
     var entitledKeys: [UInt64] { entitlement?.keys ?? [] }
-    var windowStart: [UInt64] {
-        get { entitlement?.windowStart ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowStart } else { var none: [UInt64] = []; yield &none }
-        }
-    }
-    var windowCut: [UInt64] {
-        get { entitlement?.windowCut ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowCut } else { var none: [UInt64] = []; yield &none }
-        }
-    }
-    var windowOpen: [Bool] {
-        get { entitlement?.windowOpen ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowOpen } else { var none: [Bool] = []; yield &none }
-        }
-    }
 
     mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool], keys: [UInt64]) {
         entitlement = streams.isEmpty ? nil : EntitlementState(streams: streams, persistent: persistent, keys: keys)
