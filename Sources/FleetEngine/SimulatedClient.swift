@@ -22,6 +22,8 @@ final class FleetRuntime: @unchecked Sendable {
     let vehicleModel: VehicleModel?
     /// Per stream index: the schedule's part every client of the fleet shares (`PublishSchedule.shape`).
     let scheduleShapes: [PublishShape]
+    /// Per stream index: its offline buffer (`EngineStream.offline`); empty when no stream of the fleet has one.
+    let offlineBuffers: [OfflineBuffer?]
     var streamCount: Int { configuration.count * configuration.streams.count }
 
     init(index: Int, configuration: EngineFleet, firstStream: Int) throws {
@@ -37,6 +39,7 @@ final class FleetRuntime: @unchecked Sendable {
         scheduleShapes = configuration.streams.map { stream in
             PublishShape(plan: stream.plan, behind: stream.behind, maxPerTurn: 256, slotLimit: stream.messageLimit)
         }
+        offlineBuffers = configuration.streams.contains { $0.offline != nil } ? configuration.streams.map(\.offline) : []
         requestTimeouts = configuration.streams.map { $0.request?.timeout ?? 0 }
         hasRequestStreams = isRequestStream.contains(true)
         if let responder = configuration.responder {
@@ -174,9 +177,6 @@ struct SimulatedClient {
     let sourceSlot: UInt16
     var broker: SocketAddress { addressBook.addresses[Int(brokerSlot)] }
     var source: SocketAddress? { sourceSlot == ClientAddresses.none ? nil : addressBook.addresses[Int(sourceSlot)] }
-    /// When the client last became able to send again: connected, its window reopened or its socket drained.
-    /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
-    var sendableSince: UInt64 = 0
     /// Bytes to write. Its 2 KiB block is lent by the lane's `outboundBlocks` while bytes wait, so an idle client
     /// holds none (`Lane.init` lends it the pool).
     let outbound = OutboundBuffer(initialCapacity: Lane.outboundBlockSize)
@@ -192,15 +192,13 @@ struct SimulatedClient {
     /// Set only for a client mixing shared and plain subscriptions (or subscribed to several groups): picks the
     /// key per arrival from its topic. Nil for every other client, whose arrivals all go to `deliveryKey`.
     let deliveryRoutes: DeliveryRoutes?
-    var streams: [StreamState]
+    /// Its publishing streams, their schedules and offline backlog (`ClientPublisher`).
+    var publisher: ClientPublisher
     var random: SeededRandom
     /// The client's vehicle (fleets with a vehicle model), made at its first sample (`Lane+Vehicle`), and the
     /// lane time its run time counts from: when it first started publishing.
     var vehicle: VehicleBox? = nil
     var vehicleOrigin: UInt64 = 0
-    /// Offline store-and-forward per stream (`Lane+Offline`): due messages still to send from the buffer after a
-    /// reconnect, and slots to skip once those are out (`drop_newest`).
-    var offline: [OfflineBacklog] = []
     /// Streams (global ids) its subscriptions match, for the entitlement windows (`Lane+Entitlement`), whether
     /// each outlives a disconnect (persistent session, QoS ≥ 1 both ways), and the key its windows are kept under
     /// (high 32 bits: its own index for a plain filter, its group's tagged index for a shared subscription, so a
@@ -208,26 +206,7 @@ struct SimulatedClient {
     /// starts, where a persistent window's link was cut, and whether a window is open.
     var entitlement: EntitlementState?
     var entitledStreams: [UInt32] { entitlement?.streams ?? [] }
-    var entitledPersistent: [Bool] { entitlement?.persistent ?? [] }
     var entitledKeys: [UInt64] { entitlement?.keys ?? [] }
-    var windowStart: [UInt64] {
-        get { entitlement?.windowStart ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowStart } else { var none: [UInt64] = []; yield &none }
-        }
-    }
-    var windowCut: [UInt64] {
-        get { entitlement?.windowCut ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowCut } else { var none: [UInt64] = []; yield &none }
-        }
-    }
-    var windowOpen: [Bool] {
-        get { entitlement?.windowOpen ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowOpen } else { var none: [Bool] = []; yield &none }
-        }
-    }
 
     mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool], keys: [UInt64]) {
         entitlement = streams.isEmpty ? nil : EntitlementState(streams: streams, persistent: persistent, keys: keys)
