@@ -348,7 +348,9 @@ public struct EngineConfiguration: Sendable {
 /// acks back, and such stalls fall back after 3 rounds in a row (at once on probation). A stall after which
 /// nothing came is a broker that was only slow (a loaded machine): it costs one read at a probe, and only
 /// `unshownStallLimit` such rounds in a row fall back (a remote broker's held acks come a round trip later and
-/// never show at once; this still catches it).
+/// never show at once; this still catches it). Held acks that showed after 2 acks or more had come (off
+/// probation) are the broker's congestion window, not Nagle's algorithm: they cap the mark, and the stall does not
+/// count (`AckBatchingMachine.capAcks`).
 public struct AckBatchingRetry: Sendable, Equatable {
     public var first: UInt32
     public var limit: UInt32
