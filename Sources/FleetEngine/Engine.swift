@@ -169,6 +169,9 @@ public final class Engine: @unchecked Sendable {
             laneSizes[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane] += 1
         }
         for lane in perLane.indices { perLane[lane].reserveCapacity(laneSizes[lane]) }
+        // Each lane's sessions borrow their in-flight slot arrays from the lane's pool, at most one idle array per
+        // client and 1,024 in all (as the outbound blocks).
+        let windowStorage = laneSizes.map { MQTTWindowStoragePool(maximumFree: min($0, 1024)) }
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
         var tracked: [Bool] = Array(repeating: true, count: firstStream)
         var filters: [(Int, [MQTTSubscription])] = []
@@ -214,7 +217,6 @@ public final class Engine: @unchecked Sendable {
                 let local = configuration.inSegment(global)
                 let clientID = settings.clientID(index)
                 var streams: [StreamState] = []
-                var replyFilters: [MQTTSubscription] = []
                 for (streamIndex, stream) in settings.streams.enumerated() {
                     let id = fleet.firstStream + index * settings.streams.count + streamIndex
                     qos[id] = stream.qos
@@ -228,7 +230,6 @@ public final class Engine: @unchecked Sendable {
                         let replyTopic = target.replyTopic(index, clientID)
                         request = try Self.requestState(target, replyTopic: replyTopic, stream: id, fleets: fleets,
                                                         version: settings.session.version)
-                        replyFilters.append(MQTTSubscription(filter: replyTopic, qos: stream.qos))
                     }
                     let progressSlot = nextProgressSlot
                     nextProgressSlot += 1
@@ -243,11 +244,7 @@ public final class Engine: @unchecked Sendable {
                         qos: stream.qos, retain: stream.retain,
                         payload: payload, closed: stream.plan.isClosed, schedule: nil, pending: nil, request: request))
                 }
-                var subscriptions = settings.subscriptions(index, clientID)
-                if let responder = settings.responder {
-                    subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
-                }
-                subscriptions.append(contentsOf: replyFilters)
+                let subscriptions = fleet.subscriptions(of: index, clientID: clientID)
                 // The group's index, created on its first member (clients are numbered fleet by fleet, so the
                 // first member's fleet is the group's first fleet in configuration order), with `filter` joined.
                 func joinGroup(_ name: String, filter: String) -> Int {
@@ -302,10 +299,14 @@ public final class Engine: @unchecked Sendable {
                     fleet32: Int32(fleet.index), indexInFleet32: Int32(index), globalIndex32: Int32(global), endpoint: endpoint?.1,
                     addressBook: addressBook,
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID,
-                                               keepsStatistics: configuration.keepsSessionStatistics),
+                                               keepsStatistics: configuration.keepsSessionStatistics,
+                                               keepsSubscriptions: false,
+                                               windowStorage: windowStorage[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane]),
+                    hasSubscriptions: !subscriptions.isEmpty,
+                    retainAsPublished: subscriptions.contains { $0.options.retainAsPublished },
                     brokerSlot: addressSlots[broker]!,
                     sourceSlot: sources.isEmpty ? ClientAddresses.none : addressSlots[sources[round % sources.count]]!,
-                    subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
+                    deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
                 if !shapes.isEmpty,
@@ -390,7 +391,7 @@ public final class Engine: @unchecked Sendable {
         let gauges = ConnectedGauges(fleetCount: fleets.count)
         self.gauges = gauges
         self.lanes = try perLane.enumerated().map { index, clients in
-            try Lane(index: index, fleets: fleets, clients: clients, configuration: configuration,
+            try Lane(index: index, fleets: fleets, clients: clients, windowStorage: windowStorage[index], configuration: configuration,
                      laneCount: laneCount, start: start, gauges: gauges)
         }
         let progress = StreamProgress(
@@ -827,16 +828,7 @@ public final class Engine: @unchecked Sendable {
             let settings = fleet.configuration
             for index in 0..<settings.count {
                 let clientID = settings.clientID(index)
-                var subscriptions = settings.subscriptions(index, clientID)
-                if let responder = settings.responder {
-                    subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
-                }
-                for stream in settings.streams {
-                    if let target = stream.request {
-                        subscriptions.append(MQTTSubscription(filter: target.replyTopic(index, clientID), qos: stream.qos))
-                    }
-                }
-                let split = splitSharedSubscriptions(subscriptions)
+                let split = splitSharedSubscriptions(fleet.subscriptions(of: index, clientID: clientID))
                 if !split.shared.isEmpty, onlyGroup(split) == nil {
                     mixed.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
                 }

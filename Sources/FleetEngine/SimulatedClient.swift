@@ -24,6 +24,24 @@ final class FleetRuntime: @unchecked Sendable {
     let scheduleShapes: [PublishShape]
     var streamCount: Int { configuration.count * configuration.streams.count }
 
+    /// Client `index`'s subscriptions as the engine makes them, in this order: its fleet's own
+    /// (`EngineFleet.subscriptions`), a responder's command topic, a requester's reply filters. Made when the
+    /// engine starts and again whenever the client subscribes, instead of kept by each client: a vehicle on its
+    /// command topic kept 176 bytes for it (the filter, its array, the session's copy of the group).
+    func subscriptions(of index: Int, clientID: String? = nil) -> [MQTTSubscription] {
+        let clientID = clientID ?? configuration.clientID(index)
+        var subscriptions = configuration.subscriptions(index, clientID)
+        if let responder = configuration.responder {
+            subscriptions.append(MQTTSubscription(filter: commandTopics[index].name, qos: responder.qos))
+        }
+        for stream in configuration.streams {
+            if let target = stream.request {
+                subscriptions.append(MQTTSubscription(filter: target.replyTopic(index, clientID), qos: stream.qos))
+            }
+        }
+        return subscriptions
+    }
+
     init(index: Int, configuration: EngineFleet, firstStream: Int) throws {
         self.index = index
         self.configuration = configuration
@@ -165,6 +183,12 @@ struct SimulatedClient {
     var transport: ClientTransport?
     var wantsWritable = false
     var isDirty = false
+    /// It subscribes to something: its subscriptions themselves are made again from its fleet's patterns when it
+    /// subscribes (`FleetRuntime.subscriptions(of:)`), not kept by every client. Beside the other flags: they
+    /// fill the padding before `ackBatching`.
+    let hasSubscriptions: Bool
+    /// Some subscription asks for Retain As Published (the RETAIN flag then no longer says "on subscribe").
+    let retainAsPublished: Bool
     /// The in-flight window's wait and the SO_RCVLOWAT batching of its acks (`AckBatchingMachine`).
     var ackBatching = AckBatchingMachine()
     var awaitingWindow: Bool { ackBatching.awaitingWindow }
@@ -182,9 +206,6 @@ struct SimulatedClient {
     let outbound = OutboundBuffer(initialCapacity: Lane.outboundBlockSize)
     /// Bytes of a packet not yet whole. Empty (no storage) for most clients most of the time.
     var inbound: [UInt8] = []
-    let subscriptions: [MQTTSubscription]
-    /// Some subscription asks for Retain As Published (the RETAIN flag then no longer says "on subscribe").
-    var retainAsPublished: Bool { subscriptions.contains { $0.options.retainAsPublished } }
     /// High 32 bits of the keys its deliveries are recorded under (`LaneMetrics.deliveryKeys`): its own global
     /// index, or its shared-subscription group's tagged index (`Engine.groupDeliveryKey`). For a client with
     /// `deliveryRoutes`, the key of arrivals no route matches.
