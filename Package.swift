@@ -65,7 +65,7 @@ let package = Package(
                            "FleetJSON", "FleetVehicle", "FleetTransport", "MQTTCodec", "MQTTSession", "COpenSSL"]),
         .executableTarget(name: "fleetbench", dependencies: ["FleetCLI"]),
         // Starts and stops mosquitto: the embedded broker of `fleetbench run`, tests and benchmarks.
-        .target(name: "FleetBroker"),
+        .target(name: "FleetBroker", dependencies: ["CLinux"]),
 
         // MARK: Fuzzing: the bodies of the libFuzzer targets (FuzzTesting/), replayed over the corpora by the tests
         .target(

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// Spawn attributes for a broker process. The child inherits the calling thread's signal mask and ignored signals;
@@ -18,5 +19,13 @@ public enum BrokerSpawn {
             flags |= POSIX_SPAWN_SETPGROUP
         }
         posix_spawnattr_setflags(&attributes, Int16(flags))
+    }
+
+    /// Closes every descriptor from 3 up in the child, after the spawn's own dup2/open actions. Descriptors that
+    /// are not close-on-exec would otherwise live on in the broker: a lock held by whoever started us (`flock`
+    /// passes its lock to the command it runs, so an orphaned broker kept the lock of a finished test run), the
+    /// write end of another broker's stdin pipe (keeping that one alive), or a worker's log file.
+    public static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
     }
 }

@@ -252,6 +252,7 @@ public final class RabbitMQBroker: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
         posix_spawn_file_actions_addopen(&actions, 1, layout.consolePath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        BrokerSpawn.closeInheritedDescriptors(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

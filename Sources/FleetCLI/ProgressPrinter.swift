@@ -76,8 +76,11 @@ final class ProgressPrinter: Sendable {
     static func line(elapsedSeconds: Double, totalSeconds: Double, connected: Int, targetClients: Int,
                      publishedPerSecond: Double, receivedPerSecond: Double, arrivedPerSecond: Double? = nil,
                      endToEndP99Ms: Double?, ackTimeouts: UInt64, errors: UInt64, linkCuts: UInt64 = 0) -> String {
+        // Past the plan's end the run waits for acks and messages still on their way (the drain), which can take
+        // long (vehicles still in a tunnel); say so rather than show a clock running past its end unexplained.
+        let draining = elapsedSeconds.rounded(.down) > totalSeconds.rounded(.down)
         var parts = [
-            "[\(pad(Int(elapsedSeconds.rounded(.down)), 4))s/\(Int(totalSeconds))s]",
+            "[\(pad(Int(elapsedSeconds.rounded(.down)), 4))s/\(Int(totalSeconds))s\(draining ? " draining" : "")]",
             "connected \(connected)/\(targetClients)",
             "pub \(Int(publishedPerSecond.rounded()))/s",
             "recv \(Int(receivedPerSecond.rounded()))/s",

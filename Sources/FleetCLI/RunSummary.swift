@@ -172,7 +172,8 @@ enum RunSummary {
         lines.append("  generator     cpu \(format(report.generator.cpuSeconds)) s, peak rss "
             + "\(report.generator.peakRSSBytes / 1_048_576) MiB, lanes \(report.generator.lanes)"
             + (report.generator.receiveCoalescingPauses > 0
-                ? ", receive times up to \(report.generator.receiveCoalescingMicroseconds) µs late under heavy load "
+                ? ", receive times up to \(report.generator.receiveCoalescingMicroseconds) µs late in turns reading at "
+                    + "64,000 msg/s or more, bursts included "
                     + "(\(report.generator.receiveCoalescingPauses) pauses; --receive-coalescing 0 to read at once)"
                 : "")
             + (report.generator.receiveBatchingPauses > 0

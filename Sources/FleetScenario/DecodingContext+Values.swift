@@ -46,7 +46,11 @@ extension DecodingContext {
         }
         let names = MQTTProtocolVersion.allCases.map { "\"\($0.scenarioName)\"" }.joined(separator: ", ")
         var message = "expected one of \(names) (or the number 3.1, 4 or 5), got \(value.kindDescription)"
-        if case .string(let text) = value, let suggestion = closestMatch(to: text, among: MQTTProtocolVersion.allCases.map(\.scenarioName)) {
+        if case .integer(3) = value {
+            // The one-liners' -V 3 is emqtt-bench's 3.1 (protocol level 3), but a scenario is read by people who
+            // may mean "MQTT 3", i.e. 3.1.1: name both rather than guess.
+            message += "; 3 is ambiguous: \"3.1\" (protocol level 3, what the one-liners' -V 3 means) or \"3.1.1\" (level 4)?"
+        } else if case .string(let text) = value, let suggestion = closestMatch(to: text, among: MQTTProtocolVersion.allCases.map(\.scenarioName)) {
             message += "; did you mean '\(suggestion)'?"
         }
         error(path, message)

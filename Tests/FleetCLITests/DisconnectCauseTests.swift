@@ -47,6 +47,18 @@ struct DisconnectCauseTests {
             == "[  95s/120s]  connected 199/201  pub 0/s  recv 0/s  ack timeouts 0  errors 3  link cuts 79")
     }
 
+    @Test("past the plan's end (city-commute's 93 s plan, drained until 154 s) the line says it drains; at the end itself it does not")
+    func progressLineDraining() {
+        var status = LiveStatus()
+        status.connected = 180
+        status.elapsedSeconds = 93.9
+        #expect(ProgressPrinter.line(status, totalSeconds: 93, targetClients: 201)
+            == "[  93s/93s]  connected 180/201  pub 0/s  recv 0/s  ack timeouts 0  errors 0")
+        status.elapsedSeconds = 121.2
+        #expect(ProgressPrinter.line(status, totalSeconds: 93, targetClients: 201)
+            == "[ 121s/93s draining]  connected 180/201  pub 0/s  recv 0/s  ack timeouts 0  errors 0")
+    }
+
     @Test("workers hand link cuts on in their progress file and the sum shows them")
     func workerProgress() throws {
         var status = LiveStatus()

@@ -16,7 +16,7 @@ struct RunSummaryGeneratorTests {
     func coalescing() {
         #expect(Self.generatorLine(pauses: 0) == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1")
         #expect(Self.generatorLine(pauses: 4821) == "  generator     cpu 1.5 s, peak rss 40 MiB, lanes 1, receive times "
-            + "up to 1000 µs late under heavy load (4821 pauses; --receive-coalescing 0 to read at once)")
+            + "up to 1000 µs late in turns reading at 64,000 msg/s or more, bursts included (4821 pauses; --receive-coalescing 0 to read at once)")
     }
 
     @Test("says steady streams were read in batches only when a lane waited so, with the bound and the count")

@@ -256,7 +256,9 @@ struct ScenarioRedactionTests {
     @Test("a protocol number that is no MQTT version is refused, naming the accepted spellings")
     func protocolNumberRefused() {
         #expect(errorText(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1, "protocol": 3}]}"#)
-            == #"t.json:1:69: fleets[0].protocol: expected one of "3.1", "3.1.1", "5" (or the number 3.1, 4 or 5), got integer 3"#)
+            == #"t.json:1:69: fleets[0].protocol: expected one of "3.1", "3.1.1", "5" (or the number 3.1, 4 or 5), got integer 3; 3 is ambiguous: "3.1" (protocol level 3, what the one-liners' -V 3 means) or "3.1.1" (level 4)?"#)
+        #expect(errorText(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1}]}"#, overrides: ["fleets.a.protocol=3"])
+            == #"--set fleets.a.protocol=3: fleets[0].protocol: expected one of "3.1", "3.1.1", "5" (or the number 3.1, 4 or 5), got integer 3; 3 is ambiguous: "3.1" (protocol level 3, what the one-liners' -V 3 means) or "3.1.1" (level 4)?"#)
         #expect(errorText(#"{"duration": "1s", "fleets": [{"name": "a", "count": 1}]}"#, overrides: ["fleets.a.protocol=3.11"])
             == #"--set fleets.a.protocol=3.11: fleets[0].protocol: expected one of "3.1", "3.1.1", "5" (or the number 3.1, 4 or 5), got number 3.11"#)
     }
