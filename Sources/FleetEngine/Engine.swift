@@ -296,7 +296,9 @@ public final class Engine: @unchecked Sendable {
                 let round = endpoint == nil ? global / brokers.count : index / endpoints.count
                 let broker = endpoint?.0 ?? brokers[global % brokers.count]
                 perLane[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane].append(SimulatedClient(
-                    fleet32: Int32(fleet.index), indexInFleet32: Int32(index), globalIndex32: Int32(global), endpoint: endpoint?.1,
+                    fleet32: Int32(fleet.index), indexInFleet32: Int32(index), globalIndex32: Int32(global),
+                    extras: endpoint?.1 == nil && deliveryRoutes == nil
+                        ? nil : ClientExtras(endpoint: endpoint?.1, deliveryRoutes: deliveryRoutes),
                     addressBook: addressBook,
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID,
                                                keepsStatistics: configuration.keepsSessionStatistics,
@@ -306,7 +308,7 @@ public final class Engine: @unchecked Sendable {
                     retainAsPublished: subscriptions.contains { $0.options.retainAsPublished },
                     brokerSlot: addressSlots[broker]!,
                     sourceSlot: sources.isEmpty ? ClientAddresses.none : addressSlots[sources[round % sources.count]]!,
-                    deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
+                    deliveryKey: deliveryKey,
                     streams: streams,
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
                 if !shapes.isEmpty,

@@ -165,13 +165,19 @@ struct SimulatedClient {
     var fleet: Int { Int(fleet32) }
     var indexInFleet: Int { Int(indexInFleet32) }
     var globalIndex: Int { Int(globalIndex32) }
+    /// What only some clients have (`ClientExtras`): nil for a plain-TCP vehicle without a network profile,
+    /// vehicle model or offline buffering. Made when the first of them is set.
+    var extras: ClientExtras?
     /// TLS/WebSocket layers of the client's endpoint; nil for plain TCP.
-    let endpoint: TransportEndpoint?
+    var endpoint: TransportEndpoint? { extras?.endpoint }
     /// The run's addresses; the client keeps its broker's and its source's slots (`brokerSlot`, `sourceSlot`).
     let addressBook: ClientAddresses
     var session: MQTTClientSession
     /// Emulated network conditions (`Lane+Network`); nil for clients without a profile.
-    var network: NetworkLink? = nil
+    var network: NetworkLink? {
+        get { extras?.network }
+        set { if let extras = extrasToSet(newValue != nil) { extras.network = newValue } }
+    }
     /// Where the connection is in its life, its attempt count and its connect times (`ClientConnectionMachine`).
     var connection = ClientConnectionMachine()
     var phase: ClientPhase { connection.phase }
@@ -180,7 +186,10 @@ struct SimulatedClient {
     var hasConnectedBefore: Bool { connection.hasConnectedBefore }
     var socket: TCPSocket?
     /// Layer state of the current connection (TLS/WebSocket endpoints only).
-    var transport: ClientTransport?
+    var transport: ClientTransport? {
+        get { extras?.transport }
+        set { if let extras = extrasToSet(newValue != nil) { extras.transport = newValue } }
+    }
     var wantsWritable = false
     var isDirty = false
     /// It subscribes to something: its subscriptions themselves are made again from its fleet's patterns when it
@@ -212,16 +221,44 @@ struct SimulatedClient {
     let deliveryKey: UInt64
     /// Set only for a client mixing shared and plain subscriptions (or subscribed to several groups): picks the
     /// key per arrival from its topic. Nil for every other client, whose arrivals all go to `deliveryKey`.
-    let deliveryRoutes: DeliveryRoutes?
+    var deliveryRoutes: DeliveryRoutes? { extras?.deliveryRoutes }
     var streams: [StreamState]
     var random: SeededRandom
     /// The client's vehicle (fleets with a vehicle model), made at its first sample (`Lane+Vehicle`), and the
     /// lane time its run time counts from: when it first started publishing.
-    var vehicle: VehicleBox? = nil
-    var vehicleOrigin: UInt64 = 0
+    var vehicle: VehicleBox? {
+        get { extras?.vehicle }
+        set { if let extras = extrasToSet(newValue != nil) { extras.vehicle = newValue } }
+    }
+    var vehicleOrigin: UInt64 {
+        get { extras?.vehicleOrigin ?? 0 }
+        set { if let extras = extrasToSet(newValue != 0) { extras.vehicleOrigin = newValue } }
+    }
     /// Offline store-and-forward per stream (`Lane+Offline`): due messages still to send from the buffer after a
     /// reconnect, and slots to skip once those are out (`drop_newest`).
-    var offline: [OfflineBacklog] = []
+    var offline: [OfflineBacklog] {
+        get { extras?.offline ?? [] }
+        _modify {
+            if let extras {
+                yield &extras.offline
+            } else {
+                var made: [OfflineBacklog] = []
+                yield &made
+                if !made.isEmpty { extrasToSet(true)?.offline = made }
+            }
+        }
+    }
+
+    /// The client's extras to set a field in: made when `needed` (a value other than the default), nil when
+    /// there are none and the value is the default (nothing to store).
+    @inline(__always)
+    mutating func extrasToSet(_ needed: Bool) -> ClientExtras? {
+        if let extras { return extras }
+        guard needed else { return nil }
+        let made = ClientExtras()
+        extras = made
+        return made
+    }
     /// Streams (global ids) its subscriptions match, for the entitlement windows (`Lane+Entitlement`), whether
     /// each outlives a disconnect (persistent session, QoS ≥ 1 both ways), and the key its windows are kept under
     /// (high 32 bits: its own index for a plain filter, its group's tagged index for a shared subscription, so a
@@ -252,6 +289,26 @@ struct SimulatedClient {
 
     mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool], keys: [UInt64]) {
         entitlement = streams.isEmpty ? nil : EntitlementState(streams: streams, persistent: persistent, keys: keys)
+    }
+}
+
+/// What only some clients have, kept apart from `SimulatedClient` (8 bytes in each client instead of 56): a TLS or
+/// WebSocket endpoint and its connection's layers, an emulated network link, delivery routes by topic, offline
+/// buffers and a simulated vehicle. Touched on the client's lane only; every field's default is "none", and a
+/// client gets its extras when the first field is set to something else. The per-message path reads `network`
+/// and `transport` through it: one nil check when the client has none, as before.
+final class ClientExtras {
+    var endpoint: TransportEndpoint?
+    var network: NetworkLink?
+    var transport: ClientTransport?
+    var deliveryRoutes: DeliveryRoutes?
+    var offline: [OfflineBacklog] = []
+    var vehicle: VehicleBox?
+    var vehicleOrigin: UInt64 = 0
+
+    init(endpoint: TransportEndpoint? = nil, deliveryRoutes: DeliveryRoutes? = nil) {
+        self.endpoint = endpoint
+        self.deliveryRoutes = deliveryRoutes
     }
 }
 

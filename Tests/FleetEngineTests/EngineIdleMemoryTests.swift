@@ -21,6 +21,7 @@ struct EngineIdleMemoryTests {
         var subscriptionCapacities: [Int] = []
         var windowCapacities: [Int] = []
         var idleWindows = 0
+        var withExtras = 0
     }
 
     @Test("20 vehicles publishing QoS 1 every 300 ms: between messages none holds an outbound block or a stored copy")
@@ -56,7 +57,8 @@ struct EngineIdleMemoryTests {
                                     pooled: lane.outboundBlocks.freeCount,
                                     subscriptionCapacities: lane.clients.map { $0.session.subscriptionGroups.capacity },
                                     windowCapacities: lane.clients.map { $0.session.outbound.slots.capacity },
-                                    idleWindows: lane.windowStorage.freeCount)
+                                    idleWindows: lane.windowStorage.freeCount,
+                                    withExtras: lane.clients.filter { $0.extras != nil }.count)
                     }
                     held.withLock { $0 = seen ?? $0 }
                     return seen != nil
@@ -69,6 +71,8 @@ struct EngineIdleMemoryTests {
         #expect(seen.lent == 0)
         #expect(seen.capacities == Array(repeating: 0, count: clients))
         #expect(seen.storedCapacities == Array(repeating: 0, count: clients))
+        // Plain TCP, no network profile, vehicle model or offline buffering: no client made its extras.
+        #expect(seen.withExtras == 0)
         // No in-flight slot array either: each went back to the lane's pool with its last PUBACK.
         #expect(seen.windowCapacities == Array(repeating: 0, count: clients))
         #expect((1...clients).contains(seen.idleWindows))
@@ -150,7 +154,8 @@ struct EngineIdleMemoryTests {
         #expect(MemoryLayout<VehicleBox?>.size == 8)
         // 497 before: indexes in 32 bits, the entitlement windows boxed, the small fields packed together; 424
         // before its subscriptions array (8) gave way to two flags in the padding before `ackBatching`.
-        #expect(MemoryLayout<SimulatedClient>.size == 416)
+        // 416 before the fields only some clients use went into `ClientExtras` (7 × 8 bytes → 8).
+        #expect(MemoryLayout<SimulatedClient>.size == 368)
         #expect(MemoryLayout<MQTTClientSession>.size == 176)  // with the window's pool reference (8) in its padding
         #expect(MemoryLayout<EntitlementState?>.size == 8)
     }
