@@ -310,7 +310,7 @@ public final class Engine: @unchecked Sendable {
                     brokerSlot: addressSlots[broker]!,
                     sourceSlot: sources.isEmpty ? ClientAddresses.none : addressSlots[sources[round % sources.count]]!,
                     deliveryKey: deliveryKey,
-                    streams: streams,
+                    publisher: ClientPublisher(streams: streams),
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
                 if !shapes.isEmpty,
                    let profile = EngineNetworkProfile.assignment(of: index, count: settings.count, profiles: settings.networks) {

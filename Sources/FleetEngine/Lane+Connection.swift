@@ -444,13 +444,13 @@ extension Lane {
                                  token: UInt64(client))
                 // Drained after backpressure: resume publishing at the next turn (not now: this may run inside
                 // the end-of-turn flush loop, which must not gain new dirty clients).
-                if !wantsWritable && publishing && !clients[client].streams.isEmpty {
-                    clients[client].sendableSince = now
+                if !wantsWritable && publishing && !clients[client].publisher.isEmpty {
+                    clients[client].publisher.becameSendable(at: now)
                     wheel.schedule(client: client, kind: TimerKind.publish, deadline: now)
                 }
             }
             if !wantsWritable { adjustLowWatermark(client) }
-            if !wantsWritable && clients[client].streams.isEmpty {
+            if !wantsWritable && clients[client].publisher.isEmpty {
                 clients[client].outbound.releaseStorage()
                 if let transport = clients[client].transport {
                     transport.plaintext.releaseStorage()

@@ -9,50 +9,78 @@
 extension Lane {
     /// CONNACK: the client subscribes now unless the broker kept its session (then its persistent windows go on).
     func entitlementConnected(_ client: Int, sessionPresent: Bool) {
-        guard !clients[client].entitledStreams.isEmpty else { return }
         // Only persistent windows stay open while disconnected; without the session they end where the link was cut.
-        guard !sessionPresent else { return }
-        for index in clients[client].entitledStreams.indices where clients[client].windowOpen[index] {
-            closeWindow(client, index, end: clients[client].windowCut[index])
-        }
+        guard !sessionPresent, let entitlement = clients[client].entitlement else { return }
+        entitlement.sessionLost { metrics.entitlement[$0, default: []].append($1) }
     }
 
     /// SUBACK: every stream without an open window is owed from here.
     func entitlementSubscribed(_ client: Int) {
         if now > remoteEntitlementDeadline { clients[client].remoteEntitlementWhole = false }
-        for index in clients[client].entitledStreams.indices where !clients[client].windowOpen[index] {
-            clients[client].windowStart[index] = progress.published(Int(clients[client].entitledStreams[index]))
-            clients[client].windowOpen[index] = true
-        }
+        clients[client].entitlement?.subscribed { progress.published(Int($0)) }
     }
 
     /// The link is gone (any cause, the end of the run included): clean windows end here; persistent ones
     /// remember where, in case the broker turns out to have dropped the session.
     func entitlementCut(_ client: Int) {
         if !stopping { clients[client].remoteEntitlementWhole = false }
-        for index in clients[client].entitledStreams.indices where clients[client].windowOpen[index] {
-            let cut = progress.published(Int(clients[client].entitledStreams[index]))
-            if clients[client].entitledPersistent[index] && !stopping {
-                clients[client].windowCut[index] = cut
-            } else {
-                closeWindow(client, index, end: cut)
-            }
-        }
+        guard let entitlement = clients[client].entitlement else { return }
+        entitlement.linkCut(keepPersistent: !stopping, published: { progress.published(Int($0)) },
+                            close: { metrics.entitlement[$0, default: []].append($1) })
     }
 
     /// End of run: a persistent window of a client that is offline now ends where its link was cut (the
     /// broker still holds what came after, but it was never delivered in this run).
     func entitlementFinish(_ client: Int) {
-        for index in clients[client].entitledStreams.indices where clients[client].windowOpen[index] {
-            closeWindow(client, index, end: clients[client].windowCut[index])
+        clients[client].entitlement?.sessionLost { metrics.entitlement[$0, default: []].append($1) }
+    }
+}
+
+/// A subscriber's windows as they open and close. Called on its lane only, when a window opens or closes (never
+/// per message); `published` reads a stream's published count (`StreamProgress`), `close` records a window that
+/// ended under its key (subscriber or group | stream id).
+extension EntitlementState {
+    /// The broker did not keep the session (CONNACK without it), or the run ended: every open window ends
+    /// where the link was cut (only persistent windows are still open while disconnected).
+    func sessionLost(close: (_ key: UInt64, _ window: EntitlementWindow) -> Void) {
+        for index in streams.indices where windowOpen[index] {
+            closeWindow(index, end: windowCut[index], close: close)
         }
     }
 
-    private func closeWindow(_ client: Int, _ index: Int, end: UInt64) {
-        let key = clients[client].entitledKeys[index] | UInt64(clients[client].entitledStreams[index])
-        let window = EntitlementWindow(start: clients[client].windowStart[index], end: end)
-        metrics.entitlement[key, default: []].append(window)
-        clients[client].windowOpen[index] = false
+    /// SUBACK: every stream without an open window is owed from its published count now.
+    func subscribed(published: (_ stream: UInt32) -> UInt64) {
+        for index in streams.indices where !windowOpen[index] {
+            windowStart[index] = published(streams[index])
+            windowOpen[index] = true
+        }
+    }
+
+    /// The link is gone: clean windows end at the published count now; persistent ones remember it as where the
+    /// link was cut and stay open, unless `keepPersistent` is false (the run is ending).
+    func linkCut(keepPersistent: Bool, published: (_ stream: UInt32) -> UInt64,
+                 close: (_ key: UInt64, _ window: EntitlementWindow) -> Void) {
+        for index in streams.indices where windowOpen[index] {
+            let cut = published(streams[index])
+            if persistent[index] && keepPersistent {
+                windowCut[index] = cut
+            } else {
+                closeWindow(index, end: cut, close: close)
+            }
+        }
+    }
+
+    /// Each open window: its key (subscriber or group | stream id), stream and start. `groups`: only those kept
+    /// under a shared subscription's group key, else only the plain ones.
+    func forEachOpenWindow(groups: Bool, _ body: (_ key: UInt64, _ stream: UInt32, _ start: UInt64) -> Void) {
+        for index in streams.indices where windowOpen[index] && (keys[index] & Engine.groupKeyTag != 0) == groups {
+            body(keys[index] | UInt64(streams[index]), streams[index], windowStart[index])
+        }
+    }
+
+    private func closeWindow(_ index: Int, end: UInt64, close: (_ key: UInt64, _ window: EntitlementWindow) -> Void) {
+        close(keys[index] | UInt64(streams[index]), EntitlementWindow(start: windowStart[index], end: end))
+        windowOpen[index] = false
     }
 }
 
@@ -69,14 +97,9 @@ extension Lane {
             owed &+= fleet.counters.requestsSent - fleet.counters.responsesReceived
         }
         for client in clients.indices where clients[client].phase == .connected {
-            let entitled = clients[client].entitledStreams
-            for index in entitled.indices where clients[client].windowOpen[index]
-                && clients[client].entitledKeys[index] & Engine.groupKeyTag == 0 {
-                let stream = entitled[index]
-                let start = clients[client].windowStart[index]
+            clients[client].entitlement?.forEachOpenWindow(groups: false) { key, stream, start in
                 let published = progress.published(Int(stream))
-                guard published > start else { continue }
-                let key = clients[client].entitledKeys[index] | UInt64(stream)
+                guard published > start else { return }
                 let arrived = metrics.deliveryKeys[key].map { metrics.delivery.uniqueCount(stream: $0, in: start..<published) } ?? 0
                 owed &+= (published - start) &- min(arrived, published - start)
             }
@@ -89,11 +112,7 @@ extension Lane {
     /// connected member to the stream's published count (every open window runs to now). Runs on the lane's queue.
     func openGroupWindows(into starts: inout [UInt64: UInt64]) {
         for client in clients.indices where clients[client].phase == .connected {
-            let entitled = clients[client].entitledStreams
-            for index in entitled.indices where clients[client].windowOpen[index]
-                && clients[client].entitledKeys[index] & Engine.groupKeyTag != 0 {
-                let key = clients[client].entitledKeys[index] | UInt64(entitled[index])
-                let start = clients[client].windowStart[index]
+            clients[client].entitlement?.forEachOpenWindow(groups: true) { key, _, start in
                 starts[key] = min(starts[key] ?? start, start)
             }
         }

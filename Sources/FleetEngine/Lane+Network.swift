@@ -93,8 +93,8 @@ extension Lane {
         if let next = link.up.nextRelease { wheel.schedule(client: client, kind: TimerKind.networkOut, deadline: next) }
         if link.held && link.up.queuedBytes * 2 < link.shape.sendBufferBytes {
             link.held = false
-            if publishing && !clients[client].streams.isEmpty {
-                clients[client].sendableSince = now
+            if publishing && !clients[client].publisher.isEmpty {
+                clients[client].publisher.becameSendable(at: now)
                 wheel.schedule(client: client, kind: TimerKind.publish, deadline: now)
             }
         }

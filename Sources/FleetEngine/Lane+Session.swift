@@ -16,10 +16,12 @@ extension Lane {
         connectWindowFinished(client, retransmitted: clients[client].socket?.totalRetransmissions().map { $0 > 0 })
         metrics.fleets[fleet].counters.connectsSucceeded += 1
         metrics.fleets[fleet].latency.record(.connect, startedAt: connected.connectSentAt, completedAt: now)
-        clients[client].sendableSince = now
+        clients[client].publisher.becameSendable(at: now)
         markConnected(client)
         entitlementConnected(client, sessionPresent: sessionPresent)
-        if !connected.firstTime { restartOnConnectStreams(client) }
+        // On a reconnect, an on-connect stream whose message went out starts a new schedule, so every
+        // connection sends its message.
+        if !connected.firstTime { clients[client].publisher.restartOnConnectStreams() }
         // The first time, and whenever the broker lost the session (what it had refused before left out).
         if connected.subscribe {
             _ = clients[client].session.subscribe(subscriptions(of: client), now: now, into: &scratch)
@@ -72,17 +74,6 @@ extension Lane {
 
     // MARK: Publishing
 
-    /// On a reconnect, an on-connect stream whose schedule ran starts a new one (its numbering continues), so
-    /// every connection sends its message.
-    func restartOnConnectStreams(_ client: Int) {
-        let fleet = fleets[clients[client].fleet].configuration
-        for stream in clients[client].streams.indices where fleet.streams[stream].plan == .onConnect {
-            guard clients[client].streams[stream].schedule != nil,
-                  clients[client].streams[stream].pending == nil else { continue }
-            clients[client].streams[stream].schedule = nil
-        }
-    }
-
     /// The start barrier opened: every connected client starts its schedules. The clock is read afresh first:
     /// `now` is the start of the lane's last turn, which on an idle lane may be up to a second old, and
     /// schedules starting from it would begin with that much lag.
@@ -117,16 +108,11 @@ extension Lane {
         flushDirty()
         publishing = false
         for client in clients.indices {
-            for stream in clients[client].streams.indices {
-                let state = clients[client].streams[stream]
-                // A closed-model stream owes nothing: a message held back by its full window was never due.
-                var unsent: UInt64 = state.pending == nil || state.closed ? 0 : 1
-                if let schedule = state.schedule {
-                    let due = schedule.slotsDue(by: now)
-                    unsent &+= offlineUnsentAtEnd(client, stream: stream, due: due)
-                }
-                metrics.fleets[clients[client].fleet].counters.unsentAtEnd &+= unsent
-            }
+            let fleet = clients[client].fleet
+            let owed = clients[client].publisher.owedAtEnd(
+                now: now, connected: clients[client].phase == .connected, buffers: fleets[fleet].offlineBuffers)
+            metrics.fleets[fleet].counters.unsentAtEnd &+= owed.unsent
+            metrics.fleets[fleet].counters.offline.add(owed.offline)
         }
     }
 
@@ -144,33 +130,17 @@ extension Lane {
     func startPublishing(_ client: Int) {
         guard clients[client].phase == .connected else { return }
         startVehicleClock(client)
-        resumeFromOffline(client)
+        let fleet = clients[client].fleet
+        let resumed = clients[client].publisher.resumeFromOffline(now: now, buffers: fleets[fleet].offlineBuffers)
+        metrics.fleets[fleet].counters.offline.add(resumed)
         startSchedules(client, plans: { _ in true })
         publishDue(client)
     }
 
     /// Starts the schedules of `client`'s streams whose plan `plans` accepts and that have none yet, from now.
     func startSchedules(_ client: Int, plans: (PublishPlan) -> Bool) {
-        let fleet = fleets[clients[client].fleet].configuration
-        for stream in clients[client].streams.indices where clients[client].streams[stream].schedule == nil {
-            let configuration = fleet.streams[stream]
-            guard plans(configuration.plan) else { continue }
-            // Plans were validated when the engine was built, so this cannot fail here. Each client starts at
-            // a random phase within its first period so a fleet does not publish in lockstep bursts.
-            var random = SeededRandom(seed: self.configuration.seed, stream: UInt64(clients[client].streams[stream].streamID))
-            let start = now &+ Self.phaseOffset(configuration.plan, random: &random)
-            clients[client].streams[stream].schedule = try? PublishSchedule(
-                shape: fleets[clients[client].fleet].scheduleShapes[stream], start: start, random: random)
-        }
-    }
-
-    static func phaseOffset(_ plan: PublishPlan, random: inout SeededRandom) -> UInt64 {
-        switch plan {
-        case .interval(let period, _): return random.next(below: period)
-        case .rate(let perSecond): return random.next(below: max(1, UInt64(1e9 / perSecond)))
-        case .bursts(_, let every): return random.next(below: every)
-        case .poisson, .onConnect, .closed: return 0
-        }
+        clients[client].publisher.startSchedules(
+            now: now, seed: configuration.seed, shapes: fleets[clients[client].fleet].scheduleShapes, plans: plans)
     }
 
     /// An acknowledgement freed a slot of the in-flight window.
@@ -195,7 +165,7 @@ extension Lane {
             return
         case .resume(let rearmed):
             if rearmed { metrics.fleets[clients[client].fleet].counters.lowWatermarkRearms &+= 1 }
-            clients[client].sendableSince = now
+            clients[client].publisher.becameSendable(at: now)
         }
         publishDue(client)
     }
@@ -219,69 +189,48 @@ extension Lane {
             return
         }
         if fleets[clients[client].fleet].vehicleModel != nil, cutIfInTunnel(client) { return }
-        var earliest = UInt64.max
-        for stream in clients[client].streams.indices {
-            if let pending = clients[client].streams[stream].pending {
-                guard send(client, stream: stream, pending) else { continue }
-                clients[client].streams[stream].pending = nil
-                if !clients[client].offline.isEmpty, var schedule = clients[client].streams[stream].schedule {
-                    // A buffered message the window refused went out now.
-                    sentFromBacklog(client, stream: stream, schedule: &schedule)
-                    clients[client].streams[stream].schedule = schedule
-                }
-            }
-            guard var schedule = clients[client].streams[stream].schedule else { continue }
-            clients[client].streams[stream].schedule = nil
-            var turn = schedule.beginTurn(now: now)
-            while let due = schedule.next(in: &turn) {
-                if !send(client, stream: stream, due) {
-                    clients[client].streams[stream].pending = due
-                    break
-                }
-                if !clients[client].offline.isEmpty { sentFromBacklog(client, stream: stream, schedule: &schedule) }
-            }
-            metrics.fleets[clients[client].fleet].counters.droppedSlots &+= turn.dropped
-            if clients[client].streams[stream].pending == nil, let next = schedule.nextIntendedTime {
-                earliest = min(earliest, next)
-            }
-            clients[client].streams[stream].schedule = schedule
+        var turn = clients[client].publisher.beginTurn(now: now)
+        while let slot = clients[client].publisher.next(in: &turn) {
+            let outcome = send(client, slot)
+            clients[client].publisher.record(outcome, of: slot, in: &turn)
         }
+        let fleet = clients[client].fleet
+        metrics.fleets[fleet].counters.droppedSlots &+= turn.dropped
+        metrics.fleets[fleet].counters.offline.flushed &+= turn.flushed
         stage(client)
         // A window that filled with nothing left to write (the message that found it full came due after the
         // last write) gets its mark now; a client with bytes to write gets it after the flush.
         if !clients[client].isDirty { adjustLowWatermark(client) }
-        if earliest != .max {
-            wheel.schedule(client: client, kind: TimerKind.publish, deadline: earliest)
+        if let wake = turn.wake {
+            wheel.schedule(client: client, kind: TimerKind.publish, deadline: wake)
         } else {
             wheel.cancel(client: client, kind: TimerKind.publish)
         }
         scheduleSessionDeadline(client)
     }
 
-    /// Writes one message. False when the in-flight window is full (the caller keeps it pending).
-    private func send(_ client: Int, stream: Int, _ due: ScheduledSend) -> Bool {
+    /// Encodes and stages one message the publisher handed out, and counts it.
+    private func send(_ client: Int, _ slot: ClientPublisher.Slot) -> ClientPublisher.Outcome {
+        let stream = slot.stream
+        let due = slot.send
+        let fleet = clients[client].fleet
         // The fields one by one: a copy of the whole stream state (schedule, payload, request) cost retains and
         // releases per message.
-        let streamID = clients[client].streams[stream].streamID
-        let progressSlot = Int(clients[client].streams[stream].progressSlot)
-        let closed = clients[client].streams[stream].closed
-        let qos = clients[client].streams[stream].qos
-        let retain = clients[client].streams[stream].retain
+        let streamID = clients[client].publisher.streams[stream].streamID
+        let progressSlot = Int(clients[client].publisher.streams[stream].progressSlot)
+        let qos = clients[client].publisher.streams[stream].qos
+        let retain = clients[client].publisher.streams[stream].retain
         // Dense numbering of what was actually published (a slot dropped while offline takes no number), so a
         // stream's published count is its next sequence number (`StreamProgress`, entitlement windows). Only
         // this lane writes the stream's count.
         let sequence = progress.published(slot: progressSlot)
         let now = self.now
-        // Closed model: the message is intended when it actually goes out (one the window refused goes later
-        // than the turn that handed it out), so its latency counts from the send.
-        var due = due
-        if closed { due.intendedTime = now }
         let header = EndToEndHeader(streamID: streamID, sequence: sequence, intendedTime: due.intendedTime,
                                     runID: runID, sentTime: now)
         let tag = UInt64(streamID) << 32 | (sequence & 0xFFFF_FFFF)
-        var topic = clients[client].streams[stream].topic
+        var topic = clients[client].publisher.streams[stream].topic
         var properties = MQTTEncodedProperties.empty
-        if let request = clients[client].streams[stream].request {
+        if let request = clients[client].publisher.streams[stream].request {
             let target: Int
             if request.random {
                 target = Int(clients[client].random.next(below: UInt64(request.targetCount)))
@@ -292,7 +241,7 @@ extension Lane {
             properties = request.properties
         }
         let result: MQTTPublishResult
-        switch clients[client].streams[stream].payload {
+        switch clients[client].publisher.streams[stream].payload {
         case .binary(let size):
             result = clients[client].session.publish(
                 topic: topic, qos: qos, retain: retain, properties: properties, payloadCount: size,
@@ -319,24 +268,20 @@ extension Lane {
         }
         switch result {
         case .sent:
-            metrics.fleets[clients[client].fleet].counters.published[qos] += 1
+            metrics.fleets[fleet].counters.published[qos] += 1
             progress.setPublished(slot: progressSlot, sequence &+ 1)
-            if clients[client].streams[stream].request != nil { metrics.fleets[clients[client].fleet].counters.requestsSent += 1 }
-            // A closed-model message has no intended time of its own: no schedule lag, no generator lag.
-            if closed { return true }
-            // Lag at the actual send: a message first refused by a full window goes out later than the turn
-            // that handed it out.
-            let lag = now > due.intendedTime ? now - due.intendedTime : 0
-            metrics.fleets[clients[client].fleet].latency.record(.scheduleLag, from: .intended, microseconds: lag / 1000)
-            let sendableFrom = max(due.intendedTime, clients[client].sendableSince)
-            metrics.fleets[clients[client].fleet].generatorLag.record(now > sendableFrom ? (now - sendableFrom) / 1000 : 0)
-            return true
+            if clients[client].publisher.streams[stream].request != nil { metrics.fleets[fleet].counters.requestsSent += 1 }
+            if let lags = clients[client].publisher.lags(of: slot, now: now) {
+                metrics.fleets[fleet].latency.record(.scheduleLag, from: .intended, microseconds: lags.schedule / 1000)
+                metrics.fleets[fleet].generatorLag.record(lags.generator / 1000)
+            }
+            return .sent
         case .windowFull:
             clients[client].ackBatching.windowFull()
-            return false
+            return .windowFull
         case .notConnected, .packetTooLarge, .qosNotSupported:
-            metrics.fleets[clients[client].fleet].counters.droppedSlots += 1
-            return true
+            metrics.fleets[fleet].counters.droppedSlots += 1
+            return .dropped
         }
     }
 

@@ -11,11 +11,8 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     unowned(unsafe) let lane: Lane
     let client: Int
     let fleet: Int
-    let subscriberKey: UInt64
-    /// Only for clients mixing shared and plain subscriptions; nil keeps the one-key path free of matching.
-    let deliveryRoutes: DeliveryRoutes?
-    /// Some subscription of the client keeps the RETAIN flag of forwarded messages (MQTT 5 Retain As Published).
-    let retainAsPublished: Bool
+    /// What each received message is to the accounting.
+    let arrivals: ArrivalClassifier
     var connected: Bool?
     var subscribed = false
     var windowOpened = false
@@ -24,13 +21,6 @@ struct LaneSessionSink: MQTTSessionEventHandler {
     /// Property bytes of the packet being handed to the session (set by the lane before each packet), so a
     /// responder can find a request's Response Topic and Correlation Data.
     var properties = UnsafeRawBufferPointer(start: nil, count: 0)
-    /// The client's command topic when its fleet answers requests, else empty.
-    let commandTopic: [UInt8]
-    /// Global ids of the client's own streams, and which of them are request streams (by stream index).
-    let ownStreams: Range<UInt32>
-    let isRequestStream: [Bool]
-    /// Per stream index: the request timeout in ns (0: none).
-    let requestTimeouts: [UInt64]
     /// The client's emulated link (nil without a network profile), taken before the session call.
     let network: NetworkLink?
     /// Some fleet emulates network conditions: record the broker-side end-to-end latency too.
@@ -42,20 +32,25 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         let fleet = lane.clients[client].fleet
         self.fleet = fleet
         let runtime = lane.fleets[fleet]
-        commandTopic = runtime.commandTopics.isEmpty ? [] : runtime.commandTopics[lane.clients[client].indexInFleet].utf8
+        let indexInFleet = lane.clients[client].indexInFleet
+        let ownStreams: Range<UInt32>
         if runtime.hasRequestStreams {
-            let first = UInt32(runtime.firstStream + lane.clients[client].indexInFleet * runtime.configuration.streams.count)
+            let first = UInt32(runtime.firstStream + indexInFleet * runtime.configuration.streams.count)
             ownStreams = first..<(first + UInt32(runtime.configuration.streams.count))
-            isRequestStream = runtime.isRequestStream
-            requestTimeouts = runtime.requestTimeouts
         } else {
             ownStreams = 0..<0
-            isRequestStream = []
-            requestTimeouts = []
         }
-        self.subscriberKey = lane.clients[client].deliveryKey
-        self.deliveryRoutes = lane.clients[client].deliveryRoutes
-        self.retainAsPublished = lane.clients[client].retainAsPublished
+        arrivals = ArrivalClassifier(
+            runID: lane.runID,
+            commandTopic: runtime.commandTopics.isEmpty ? [] : runtime.commandTopics[indexInFleet].utf8,
+            ownStreams: ownStreams,
+            isRequestStream: runtime.hasRequestStreams ? runtime.isRequestStream : [],
+            requestTimeouts: runtime.hasRequestStreams ? runtime.requestTimeouts : [],
+            streamTracked: lane.streamTracked,
+            subscriberKey: lane.clients[client].deliveryKey,
+            deliveryRoutes: lane.clients[client].deliveryRoutes,
+            retainAsPublished: lane.clients[client].retainAsPublished,
+            subscribeSentAt: lane.clients[client].connection.subscribeSentAt)
         self.network = lane.clients[client].network
         self.brokerSide = lane.networkEmulation
     }
@@ -120,70 +115,46 @@ struct LaneSessionSink: MQTTSessionEventHandler {
         let now = lane.now
         lane.messagesThisTurn &+= 1
         lane.metrics.fleets[fleet].counters.arrived[message.qos] += 1
-        if !commandTopic.isEmpty, topic.elementsEqual(commandTopic) {
-            // A request: answered whoever sent it, counted as received only when it is this run's.
-            if let header = try? EndToEndHeader.read(from: payload), header.runID == lane.runID {
+        switch arrivals.classify(topic: topic, payload: payload, retain: message.retain, now: now) {
+        case .request(let ours):
+            // Answered whoever sent it, counted as received only when it is this run's.
+            if ours {
                 lane.metrics.fleets[fleet].counters.received[message.qos] += 1
             } else {
                 lane.metrics.fleets[fleet].counters.foreignMessages += 1
             }
             lane.queueReply(payload: payload, properties: properties)
-            return
-        }
-        guard let header = try? EndToEndHeader.read(from: payload) else {
+        case .foreign:
             lane.metrics.fleets[fleet].counters.foreignMessages += 1
-            return
-        }
-        if message.retain, retainedOnSubscribe(header) {
-            // Stored by the broker and handed over because of a SUBSCRIBE: not a delivery of the stream as it
-            // is published, so outside the exactly-once accounting and the latency histograms.
+        case .retainedOnSubscribe:
             lane.metrics.fleets[fleet].counters.retainedOnSubscribe += 1
-            return
-        }
-        guard header.runID == lane.runID else {
-            // Another run's message (or a header from before run ids): not this run's to count.
-            lane.metrics.fleets[fleet].counters.foreignMessages += 1
-            return
-        }
-        lane.metrics.fleets[fleet].counters.received[message.qos] += 1
-        let sentAt = header.sentTime
-        if ownStreams.contains(header.streamID), isRequestStream[Int(header.streamID - ownStreams.lowerBound)] {
-            // A reply to one of this client's requests: the payload echoes the request's header. A round trip,
-            // not an end-to-end delivery.
-            lane.metrics.fleets[fleet].latency.record(.requestResponse, intendedAt: header.intendedTime, sentAt: sentAt,
-                                                      completedAt: now)
+        case .response(let header, let late):
+            lane.metrics.fleets[fleet].counters.received[message.qos] += 1
+            lane.metrics.fleets[fleet].latency.record(.requestResponse, intendedAt: header.intendedTime,
+                                                      sentAt: header.sentTime, completedAt: now)
             lane.metrics.fleets[fleet].counters.responsesReceived += 1
-            let timeout = requestTimeouts[Int(header.streamID - ownStreams.lowerBound)]
-            if timeout > 0 && now &- header.intendedTime > timeout { lane.metrics.fleets[fleet].counters.responsesLate += 1 }
-            return
+            if late { lane.metrics.fleets[fleet].counters.responsesLate += 1 }
+        case .untracked:
+            lane.metrics.fleets[fleet].counters.received[message.qos] += 1
+        case .delivery(let header, let key):
+            lane.metrics.fleets[fleet].counters.received[message.qos] += 1
+            lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: header.sentTime,
+                                                      completedAt: now)
+            if brokerSide {
+                // The send time of a publisher with a profile is when its bytes left its emulated link (stamped at
+                // release); this end is when they were read here, before this client's own emulated delay.
+                lane.metrics.fleets[fleet].latency.record(.endToEndBrokerSide, startedAt: header.sentTime,
+                                                          completedAt: network?.deliveringReadAt ?? now)
+            }
+            let stream: Int
+            if let known = lane.metrics.deliveryKeys[key] {
+                stream = known
+            } else {
+                stream = lane.metrics.deliveryKeys.count
+                lane.metrics.deliveryKeys[key] = stream
+            }
+            _ = lane.metrics.delivery.record(stream: stream, sequence: header.sequence)
         }
-        // Someone else's request or reply (3.1.1 reply filters catch every requester's replies): no accounting.
-        if Int(header.streamID) < lane.streamTracked.count, !lane.streamTracked[Int(header.streamID)] { return }
-        lane.metrics.fleets[fleet].latency.record(.endToEnd, intendedAt: header.intendedTime, sentAt: sentAt, completedAt: now)
-        if brokerSide {
-            // The send time of a publisher with a profile is when its bytes left its emulated link (stamped at
-            // release); this end is when they were read here, before this client's own emulated delay.
-            lane.metrics.fleets[fleet].latency.record(.endToEndBrokerSide, startedAt: sentAt,
-                                                      completedAt: network?.deliveringReadAt ?? now)
-        }
-        let key = (deliveryRoutes?.key(topic: topic) ?? subscriberKey) | UInt64(header.streamID)
-        let stream: Int
-        if let known = lane.metrics.deliveryKeys[key] {
-            stream = known
-        } else {
-            stream = lane.metrics.deliveryKeys.count
-            lane.metrics.deliveryKeys[key] = stream
-        }
-        _ = lane.metrics.delivery.record(stream: stream, sequence: header.sequence)
-    }
-
-    /// Whether a message with the RETAIN flag was delivered because of a subscription rather than forwarded as
-    /// published. Without Retain As Published the broker clears the flag on forwarded messages (3.1.1 §3.3.1.3,
-    /// 5.0 §3.3.1.3), so the flag alone says it; with it, only a message of this run sent before the client's
-    /// latest SUBSCRIBE can be (another run's cannot be told apart and stays foreign).
-    private func retainedOnSubscribe(_ header: EndToEndHeader) -> Bool {
-        guard retainAsPublished else { return true }
-        return header.runID == lane.runID && header.sentTime < lane.clients[client].connection.subscribeSentAt
     }
 
     /// Applies what the events asked for. Returns false when the connection was closed.

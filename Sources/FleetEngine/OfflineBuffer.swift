@@ -17,24 +17,3 @@ public struct OfflineBuffer: Sendable, Equatable {
         self.overflow = overflow
     }
 }
-
-/// Per client and stream: the backlog a reconnect found and the stream is still sending.
-struct OfflineBacklog {
-    /// Buffered messages still to send (the next ones the schedule hands out).
-    var toFlush: UInt64 = 0
-    /// `drop_newest`: slots after those that overflowed, skipped once the flush is out.
-    var skipAfter: UInt64 = 0
-}
-
-
-extension PublishSchedule {
-    /// Passes over the next `count` slots without handing them out (a full offline buffer's losses): they take
-    /// no sequence number, so no subscriber expects them.
-    mutating func skip(_ count: UInt64) {
-        var left = count
-        while left > 0, nextIntendedTime != nil {
-            advance()
-            left -= 1
-        }
-    }
-}

@@ -22,6 +22,8 @@ final class FleetRuntime: @unchecked Sendable {
     let vehicleModel: VehicleModel?
     /// Per stream index: the schedule's part every client of the fleet shares (`PublishSchedule.shape`).
     let scheduleShapes: [PublishShape]
+    /// Per stream index: its offline buffer (`EngineStream.offline`); empty when no stream of the fleet has one.
+    let offlineBuffers: [OfflineBuffer?]
     var streamCount: Int { configuration.count * configuration.streams.count }
 
     /// Client `index`'s subscriptions as the engine makes them, in this order: its fleet's own
@@ -55,6 +57,7 @@ final class FleetRuntime: @unchecked Sendable {
         scheduleShapes = configuration.streams.map { stream in
             PublishShape(plan: stream.plan, behind: stream.behind, maxPerTurn: 256, slotLimit: stream.messageLimit)
         }
+        offlineBuffers = configuration.streams.contains { $0.offline != nil } ? configuration.streams.map(\.offline) : []
         requestTimeouts = configuration.streams.map { $0.request?.timeout ?? 0 }
         hasRequestStreams = isRequestStream.contains(true)
         if let responder = configuration.responder {
@@ -165,8 +168,8 @@ struct SimulatedClient {
     var fleet: Int { Int(fleet32) }
     var indexInFleet: Int { Int(indexInFleet32) }
     var globalIndex: Int { Int(globalIndex32) }
-    /// What only some clients have (`ClientExtras`): nil for a plain-TCP vehicle without a network profile,
-    /// vehicle model or offline buffering. Made when the first of them is set.
+    /// What only some clients have (`ClientExtras`): nil for a plain-TCP client without a network profile,
+    /// delivery routes or vehicle model. Made when the first of them is set.
     var extras: ClientExtras?
     /// TLS/WebSocket layers of the client's endpoint; nil for plain TCP.
     var endpoint: TransportEndpoint? { extras?.endpoint }
@@ -207,9 +210,6 @@ struct SimulatedClient {
     let sourceSlot: UInt16
     var broker: SocketAddress { addressBook.addresses[Int(brokerSlot)] }
     var source: SocketAddress? { sourceSlot == ClientAddresses.none ? nil : addressBook.addresses[Int(sourceSlot)] }
-    /// When the client last became able to send again: connected, its window reopened or its socket drained.
-    /// A message's delay beyond this (and beyond its slot) is the lane's own (`FleetLaneMetrics.generatorLag`).
-    var sendableSince: UInt64 = 0
     /// Bytes to write. Its 2 KiB block is lent by the lane's `outboundBlocks` while bytes wait, so an idle client
     /// holds none (`Lane.init` lends it the pool).
     let outbound = OutboundBuffer(initialCapacity: Lane.outboundBlockSize)
@@ -222,7 +222,8 @@ struct SimulatedClient {
     /// Set only for a client mixing shared and plain subscriptions (or subscribed to several groups): picks the
     /// key per arrival from its topic. Nil for every other client, whose arrivals all go to `deliveryKey`.
     var deliveryRoutes: DeliveryRoutes? { extras?.deliveryRoutes }
-    var streams: [StreamState]
+    /// Its publishing streams, their schedules and offline backlog (`ClientPublisher`).
+    var publisher: ClientPublisher
     var random: SeededRandom
     /// The client's vehicle (fleets with a vehicle model), made at its first sample (`Lane+Vehicle`), and the
     /// lane time its run time counts from: when it first started publishing.
@@ -234,21 +235,6 @@ struct SimulatedClient {
         get { extras?.vehicleOrigin ?? 0 }
         set { if let extras = extrasToSet(newValue != 0) { extras.vehicleOrigin = newValue } }
     }
-    /// Offline store-and-forward per stream (`Lane+Offline`): due messages still to send from the buffer after a
-    /// reconnect, and slots to skip once those are out (`drop_newest`).
-    var offline: [OfflineBacklog] {
-        get { extras?.offline ?? [] }
-        _modify {
-            if let extras {
-                yield &extras.offline
-            } else {
-                var made: [OfflineBacklog] = []
-                yield &made
-                if !made.isEmpty { extrasToSet(true)?.offline = made }
-            }
-        }
-    }
-
     /// The client's extras to set a field in: made when `needed` (a value other than the default), nil when
     /// there are none and the value is the default (nothing to store).
     @inline(__always)
@@ -266,35 +252,16 @@ struct SimulatedClient {
     /// starts, where a persistent window's link was cut, and whether a window is open.
     var entitlement: EntitlementState?
     var entitledStreams: [UInt32] { entitlement?.streams ?? [] }
-    var entitledPersistent: [Bool] { entitlement?.persistent ?? [] }
     var entitledKeys: [UInt64] { entitlement?.keys ?? [] }
-    var windowStart: [UInt64] {
-        get { entitlement?.windowStart ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowStart } else { var none: [UInt64] = []; yield &none }
-        }
-    }
-    var windowCut: [UInt64] {
-        get { entitlement?.windowCut ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowCut } else { var none: [UInt64] = []; yield &none }
-        }
-    }
-    var windowOpen: [Bool] {
-        get { entitlement?.windowOpen ?? [] }
-        _modify {
-            if let entitlement { yield &entitlement.windowOpen } else { var none: [Bool] = []; yield &none }
-        }
-    }
 
     mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool], keys: [UInt64]) {
         entitlement = streams.isEmpty ? nil : EntitlementState(streams: streams, persistent: persistent, keys: keys)
     }
 }
 
-/// What only some clients have, kept apart from `SimulatedClient` (8 bytes in each client instead of 56): a TLS or
-/// WebSocket endpoint and its connection's layers, an emulated network link, delivery routes by topic, offline
-/// buffers and a simulated vehicle. Touched on the client's lane only; every field's default is "none", and a
+/// What only some clients have, kept apart from `SimulatedClient` (8 bytes in each client instead of 48): a TLS or
+/// WebSocket endpoint and its connection's layers, an emulated network link, delivery routes by topic and a
+/// simulated vehicle. Touched on the client's lane only; every field's default is "none", and a
 /// client gets its extras when the first field is set to something else. The per-message path reads `network`
 /// and `transport` through it: one nil check when the client has none, as before.
 final class ClientExtras {
@@ -302,7 +269,6 @@ final class ClientExtras {
     var network: NetworkLink?
     var transport: ClientTransport?
     var deliveryRoutes: DeliveryRoutes?
-    var offline: [OfflineBacklog] = []
     var vehicle: VehicleBox?
     var vehicleOrigin: UInt64 = 0
 

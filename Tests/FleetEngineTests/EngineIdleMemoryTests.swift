@@ -71,7 +71,7 @@ struct EngineIdleMemoryTests {
         #expect(seen.lent == 0)
         #expect(seen.capacities == Array(repeating: 0, count: clients))
         #expect(seen.storedCapacities == Array(repeating: 0, count: clients))
-        // Plain TCP, no network profile, vehicle model or offline buffering: no client made its extras.
+        // Plain TCP, no network profile, delivery routes or vehicle model: no client made its extras.
         #expect(seen.withExtras == 0)
         // No in-flight slot array either: each went back to the lane's pool with its last PUBACK.
         #expect(seen.windowCapacities == Array(repeating: 0, count: clients))
@@ -153,9 +153,9 @@ struct EngineIdleMemoryTests {
     func vehicleIsBoxed() {
         #expect(MemoryLayout<VehicleBox?>.size == 8)
         // 497 before: indexes in 32 bits, the entitlement windows boxed, the small fields packed together; 424
-        // before its subscriptions array (8) gave way to two flags in the padding before `ackBatching`.
-        // 416 before the fields only some clients use went into `ClientExtras` (7 × 8 bytes → 8).
-        #expect(MemoryLayout<SimulatedClient>.size == 368)
+        // before its subscriptions array (8) gave way to two flags in the padding before `ackBatching` and the
+        // fields only some clients use went into `ClientExtras` (6 × 8 bytes → 8).
+        #expect(MemoryLayout<SimulatedClient>.size == 376)
         #expect(MemoryLayout<MQTTClientSession>.size == 176)  // with the window's pool reference (8) in its padding
         #expect(MemoryLayout<EntitlementState?>.size == 8)
     }

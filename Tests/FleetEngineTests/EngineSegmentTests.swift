@@ -59,8 +59,8 @@ struct EngineSegmentTests {
                     facts[client.globalIndex] = ClientFacts(
                         clientID: client.session.clientID, fleet: client.fleet, indexInFleet: client.indexInFleet,
                         broker: "\(client.broker)", source: client.source.map { "\($0)" } ?? "",
-                        topics: client.streams.map(\.topic.name),
-                        streamIDs: client.streams.map(\.streamID), subscriptions: lane.fleets[client.fleet].subscriptions(of: client.indexInFleet).map(\.filter),
+                        topics: client.publisher.streams.map(\.topic.name),
+                        streamIDs: client.publisher.streams.map(\.streamID), subscriptions: lane.fleets[client.fleet].subscriptions(of: client.indexInFleet).map(\.filter),
                         deliveryKey: client.deliveryKey, entitled: client.entitledStreams,
                         random: (0..<4).map { _ in random.next() })
                 }
