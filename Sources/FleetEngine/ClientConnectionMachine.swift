@@ -116,20 +116,24 @@ struct ClientConnectionMachine: Equatable {
         var connectSentAt: UInt64
         /// First connection of the client (not a reconnect).
         var firstTime: Bool
-        /// Write the client's SUBSCRIBE now (its first connection; later ones re-subscribe through the session).
+        /// Write the client's SUBSCRIBE now: its first connection, or (`resubscribes`) a later one without a
+        /// session at the broker.
         var subscribe: Bool
     }
 
     /// CONNACK accepted. Nil when no CONNACK was awaited (the lane ignores it). The attempt count resets.
-    mutating func connAckAccepted(sessionPresent: Bool, now: UInt64, hasSubscriptions: Bool) -> Connected? {
+    /// `resubscribes`: the lane, not the session, subscribes again when the broker lost the session (a session
+    /// that keeps no subscriptions, `MQTTClientSession.keepsSubscriptions`, and resubscribes when it is lost).
+    mutating func connAckAccepted(sessionPresent: Bool, now: UInt64, hasSubscriptions: Bool,
+                                  resubscribes: Bool = false) -> Connected? {
         guard phase == .awaitingConnAck else { return nil }
         phase = .connected
         attempt = 0
         let firstTime = !hasConnectedBefore
         hasConnectedBefore = true
-        // Without a session the client subscribes again now (the session does it by itself on a reconnect).
+        // Without a session the client subscribes again now (the session by itself, or the lane: `resubscribes`).
         if !sessionPresent { subscribeSentAt = now }
-        let subscribe = firstTime && hasSubscriptions
+        let subscribe = hasSubscriptions && (firstTime || (resubscribes && !sessionPresent))
         if subscribe {
             subscribeSentAt = now
         } else if firstTime {

@@ -21,11 +21,12 @@ public final class Engine: @unchecked Sendable {
     let streamTracked: [Bool]
     /// True for streams whose publisher is in this segment (every stream without segments).
     let streamLocal: [Bool]
-    /// Plain filters of every subscriber accounted on its own, by global client index (members whose
-    /// subscriptions are all shared are not here, and mixed members only with their plain filters: shared
-    /// subscriptions are accounted in `shareGroups`).
-    let subscriberFilters: [(global: Int, filters: [MQTTSubscription])]
-    /// Per subscriber in `subscriberFilters` (by global index): the streams its plain filters match; absent when none.
+    /// Every subscriber with plain filters, accounted on its own, by global client index (members whose
+    /// subscriptions are all shared are not here: shared subscriptions are accounted in `shareGroups`). Indexes
+    /// only: the filters themselves are made again where needed (`FleetRuntime.subscriptions(of:)`); keeping
+    /// every subscriber's filters for the run cost a vehicle on its command topic 120 bytes.
+    let plainSubscribers: [Int32]
+    /// Per subscriber in `plainSubscribers` (by global index): the streams its plain filters match; absent when none.
     let entitledStreams: [Int: [UInt32]]
     /// The run's shared-subscription groups, by group index (order of first appearance in the configuration).
     let shareGroups: [ShareGroup]
@@ -169,10 +170,13 @@ public final class Engine: @unchecked Sendable {
             laneSizes[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane] += 1
         }
         for lane in perLane.indices { perLane[lane].reserveCapacity(laneSizes[lane]) }
+        // Each lane's sessions borrow their in-flight slot arrays from the lane's pool, at most one idle array per
+        // client and 1,024 in all (as the outbound blocks).
+        let windowStorage = laneSizes.map { MQTTWindowStoragePool(maximumFree: min($0, 1024)) }
         var qos: [MQTTQoS] = Array(repeating: .atMostOnce, count: firstStream)
         var tracked: [Bool] = Array(repeating: true, count: firstStream)
-        var filters: [(Int, [MQTTSubscription])] = []
-        filters.reserveCapacity(laneSizes.reduce(0, +))  // at most one entry per client of this segment
+        var plainSubscribers: [Int] = []
+        plainSubscribers.reserveCapacity(laneSizes.reduce(0, +))  // at most one entry per client of this segment
         var groups: [ShareGroup] = []
         var groupIndices: [String: Int] = [:]
         var streamLocal: [Bool] = Array(repeating: false, count: firstStream)
@@ -214,7 +218,6 @@ public final class Engine: @unchecked Sendable {
                 let local = configuration.inSegment(global)
                 let clientID = settings.clientID(index)
                 var streams: [StreamState] = []
-                var replyFilters: [MQTTSubscription] = []
                 for (streamIndex, stream) in settings.streams.enumerated() {
                     let id = fleet.firstStream + index * settings.streams.count + streamIndex
                     qos[id] = stream.qos
@@ -228,7 +231,6 @@ public final class Engine: @unchecked Sendable {
                         let replyTopic = target.replyTopic(index, clientID)
                         request = try Self.requestState(target, replyTopic: replyTopic, stream: id, fleets: fleets,
                                                         version: settings.session.version)
-                        replyFilters.append(MQTTSubscription(filter: replyTopic, qos: stream.qos))
                     }
                     let progressSlot = nextProgressSlot
                     nextProgressSlot += 1
@@ -243,11 +245,7 @@ public final class Engine: @unchecked Sendable {
                         qos: stream.qos, retain: stream.retain,
                         payload: payload, closed: stream.plan.isClosed, schedule: nil, pending: nil, request: request))
                 }
-                var subscriptions = settings.subscriptions(index, clientID)
-                if let responder = settings.responder {
-                    subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
-                }
-                subscriptions.append(contentsOf: replyFilters)
+                let subscriptions = fleet.subscriptions(of: index, clientID: clientID)
                 // The group's index, created on its first member (clients are numbered fleet by fleet, so the
                 // first member's fleet is the group's first fleet in configuration order), with `filter` joined.
                 func joinGroup(_ name: String, filter: String) -> Int {
@@ -272,7 +270,7 @@ public final class Engine: @unchecked Sendable {
                 var deliveryKey = Self.subscriberDeliveryKey(global)
                 var deliveryRoutes: DeliveryRoutes?
                 let split = Self.splitSharedSubscriptions(subscriptions)
-                if !split.plain.isEmpty { filters.append((global, split.plain)) }
+                if !split.plain.isEmpty { plainSubscribers.append(global) }
                 let routed = split.shared.map { shared in
                     (filter: shared.filter, key: Self.groupDeliveryKey(joinGroup(shared.group, filter: shared.filter)))
                 }
@@ -299,13 +297,19 @@ public final class Engine: @unchecked Sendable {
                 let round = endpoint == nil ? global / brokers.count : index / endpoints.count
                 let broker = endpoint?.0 ?? brokers[global % brokers.count]
                 perLane[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane].append(SimulatedClient(
-                    fleet32: Int32(fleet.index), indexInFleet32: Int32(index), globalIndex32: Int32(global), endpoint: endpoint?.1,
+                    fleet32: Int32(fleet.index), indexInFleet32: Int32(index), globalIndex32: Int32(global),
+                    extras: endpoint?.1 == nil && deliveryRoutes == nil
+                        ? nil : ClientExtras(endpoint: endpoint?.1, deliveryRoutes: deliveryRoutes),
                     addressBook: addressBook,
                     session: MQTTClientSession(settings: settings.sessionSettings?(index, clientID) ?? settings.session, clientID: clientID,
-                                               keepsStatistics: configuration.keepsSessionStatistics),
+                                               keepsStatistics: configuration.keepsSessionStatistics,
+                                               keepsSubscriptions: false,
+                                               windowStorage: windowStorage[Self.location(global, segments: configuration.segmentCount, lanes: laneCount).lane]),
+                    hasSubscriptions: !subscriptions.isEmpty,
+                    retainAsPublished: subscriptions.contains { $0.options.retainAsPublished },
                     brokerSlot: addressSlots[broker]!,
                     sourceSlot: sources.isEmpty ? ClientAddresses.none : addressSlots[sources[round % sources.count]]!,
-                    subscriptions: subscriptions, deliveryKey: deliveryKey, deliveryRoutes: deliveryRoutes,
+                    deliveryKey: deliveryKey,
                     publisher: ClientPublisher(streams: streams),
                     random: SeededRandom(seed: configuration.seed, stream: UInt64(global))))
                 if !shapes.isEmpty,
@@ -328,23 +332,31 @@ public final class Engine: @unchecked Sendable {
         // 8,000 vehicles took 28 s to start). Only subscribers with a wildcard filter scan every stream.
         var entitledStreams: [Int: [UInt32]] = [:]
         func hasWildcard(_ filter: String) -> Bool { filter.contains("+") || filter.contains("#") }
-        var subscribers = Set(filters.map(\.0))
+        // A subscriber's plain filters, made again from its fleet's patterns: no list of every subscriber's filters
+        // is held while the engine starts (it set the start's peak memory, VmHWM, by about 120 bytes a vehicle).
+        func plainFilters(_ global: Int) -> [MQTTSubscription] {
+            let (lane, position) = Self.location(global, segments: configuration.segmentCount, lanes: laneCount)
+            let client = perLane[lane][position]
+            return Self.splitSharedSubscriptions(fleets[client.fleet].subscriptions(of: client.indexInFleet)).plain
+        }
+        let plainSet = Set(plainSubscribers)
+        var subscribers = plainSet
         subscribers.formUnion(sharedFilters.keys)
-        let plainByClient = Dictionary(filters, uniquingKeysWith: { first, _ in first })
         // Topics are made again here, one at a time, and kept only where this segment's subscribers need them:
         // the streams of each exact filter they hold, or every topic only when one of them has a wildcard. Keeping
         // every stream's topic string and a topic index over the whole run (100,000 vehicles: ~18 MB in each of 7
         // workers, freed after the start) set each worker's peak RSS, whatever its share of the fleet.
         let exactTopics = Self.tracedTopics(
             fleets: fleets, tracked: tracked,
-            filters: filters.flatMap { $0.1.map(\.filter) } + sharedFilters.values.flatMap { $0.map(\.filter) },
+            filters: [AnySequence(plainSubscribers.lazy.flatMap { plainFilters($0).map(\.filter) }),
+                      AnySequence(sharedFilters.values.lazy.flatMap { $0.map(\.filter) })].joined(),
             hasWildcard: hasWildcard)
         for global in subscribers.sorted() {
             let (lane, position) = Self.location(global, segments: configuration.segmentCount, lanes: laneCount)
             let settings = perLane[lane][position].session.settings
             let keepsSession = !settings.cleanStart && (!settings.version.hasProperties || settings.sessionExpiryInterval > 0)
             let ownKey = Self.subscriberDeliveryKey(global)
-            let plain = plainByClient[global] ?? []
+            let plain = plainSet.contains(global) ? plainFilters(global) : []
             let shared = sharedFilters[global] ?? []
             var streams: [UInt32] = []
             var persistent: [Bool] = []
@@ -378,19 +390,19 @@ public final class Engine: @unchecked Sendable {
             }
             perLane[lane][position].setEntitledStreams(streams, persistent: persistent, keys: keys)
             // Only subscribers owed something are kept (a vehicle on its own command topic is owed nothing).
-            if plainByClient[global] != nil, !plainStreams.isEmpty { entitledStreams[global] = plainStreams }
+            if plainSet.contains(global), !plainStreams.isEmpty { entitledStreams[global] = plainStreams }
         }
         self.entitledStreams = entitledStreams
         self.streamQoS = qos
         self.streamTracked = tracked
         self.streamLocal = streamLocal
-        self.subscriberFilters = filters
+        self.plainSubscribers = plainSubscribers.map { Int32($0) }
         self.shareGroups = groups
         let start = MonotonicClock.now()
         let gauges = ConnectedGauges(fleetCount: fleets.count)
         self.gauges = gauges
         self.lanes = try perLane.enumerated().map { index, clients in
-            try Lane(index: index, fleets: fleets, clients: clients, configuration: configuration,
+            try Lane(index: index, fleets: fleets, clients: clients, windowStorage: windowStorage[index], configuration: configuration,
                      laneCount: laneCount, start: start, gauges: gauges)
         }
         let progress = StreamProgress(
@@ -406,15 +418,19 @@ public final class Engine: @unchecked Sendable {
 
     /// The tracked streams each exact filter of `filters` names (its topic), made by rendering every stream's
     /// topic once and keeping only those; with a wildcard among `filters`, every stream's topic instead (`all`,
-    /// indexed by global stream id; empty strings for untracked streams).
+    /// indexed by global stream id; empty strings for untracked streams). A filter that names no tracked stream
+    /// has no entry. The filters are read once and only their hashes kept (a set of 8-byte values, not every
+    /// filter's string): a topic whose hash is among them gets its entry, so a hash collision at most adds an
+    /// entry that no filter looks up.
     static func tracedTopics(fleets: [FleetRuntime], tracked: [Bool], filters: some Sequence<String>,
                              hasWildcard: (String) -> Bool) -> (byFilter: [String: [Int]], all: [String]?) {
         var byFilter: [String: [Int]] = [:]
+        var hashes = Set<Int>()
         var wildcard = false
         for filter in filters {
-            if hasWildcard(filter) { wildcard = true } else { byFilter[filter] = [] }
+            if hasWildcard(filter) { wildcard = true } else { hashes.insert(filter.hashValue) }
         }
-        guard wildcard || !byFilter.isEmpty else { return ([:], nil) }
+        guard wildcard || !hashes.isEmpty else { return ([:], nil) }
         var all: [String]? = wildcard ? Array(repeating: "", count: tracked.count) : nil
         for fleet in fleets {
             let settings = fleet.configuration
@@ -426,7 +442,7 @@ public final class Engine: @unchecked Sendable {
                 for (streamIndex, stream) in settings.streams.enumerated() where tracked[base + streamIndex] {
                     let topic = stream.topic(index, clientID)
                     if all != nil { all![base + streamIndex] = topic }
-                    if byFilter[topic] != nil { byFilter[topic]!.append(base + streamIndex) }
+                    if hashes.contains(topic.hashValue) { byFilter[topic, default: []].append(base + streamIndex) }
                 }
             }
         }
@@ -619,8 +635,9 @@ public final class Engine: @unchecked Sendable {
         // the stream published while the subscriber was entitled to it (`Lane+Entitlement`): inside each window,
         // everything from its SUBACK to its end, plus what arrived of what was numbered since the previous window. The rest of what
         // the stream published is missed while offline. A pair that received nothing still counts its loss.
-        // Counted for the subscriber's fleet. Shared subscriptions are not in `subscriberFilters` (see below).
-        for (global, _) in subscriberFilters {
+        // Counted for the subscriber's fleet. Shared subscriptions are not in `plainSubscribers` (see below).
+        for global32 in plainSubscribers {
+            let global = Int(global32)
             let lane = Self.location(global, segments: configuration.segmentCount, lanes: lanes.count).lane
             let metrics = laneMetrics[lane]
             let fleet = fleetOfGlobal(global)
@@ -827,16 +844,7 @@ public final class Engine: @unchecked Sendable {
             let settings = fleet.configuration
             for index in 0..<settings.count {
                 let clientID = settings.clientID(index)
-                var subscriptions = settings.subscriptions(index, clientID)
-                if let responder = settings.responder {
-                    subscriptions.append(MQTTSubscription(filter: fleet.commandTopics[index].name, qos: responder.qos))
-                }
-                for stream in settings.streams {
-                    if let target = stream.request {
-                        subscriptions.append(MQTTSubscription(filter: target.replyTopic(index, clientID), qos: stream.qos))
-                    }
-                }
-                let split = splitSharedSubscriptions(subscriptions)
+                let split = splitSharedSubscriptions(fleet.subscriptions(of: index, clientID: clientID))
                 if !split.shared.isEmpty, onlyGroup(split) == nil {
                     mixed.append((clientID, settings.name, split.plain.map(\.filter), split.shared))
                 }

@@ -274,7 +274,7 @@ extension Lane {
         let wanted = batching.wantedMark(
             eligible: !clients[client].wantsWritable && !clients[client].isDirty && clients[client].transport == nil
                 && clients[client].inbound.isEmpty && clients[client].phase == .connected
-                && clients[client].subscriptions.isEmpty && clients[client].network == nil,
+                && !clients[client].hasSubscriptions && clients[client].network == nil,
             window: windowState(client))
         guard let mark = wanted else { return }
         var accepted = true

@@ -6,9 +6,10 @@ import MQTTSession
 /// The lane's side of each client's MQTT session: CONNACK, subscriptions, deadlines, publishing.
 extension Lane {
     func sessionConnected(_ client: Int, sessionPresent: Bool) {
-        let hasSubscriptions = !clients[client].subscriptions.isEmpty
+        // The session keeps no subscriptions (`Engine.init`): the lane subscribes again when the broker lost them.
         guard let connected = clients[client].connection.connAckAccepted(
-            sessionPresent: sessionPresent, now: now, hasSubscriptions: hasSubscriptions) else { return }
+            sessionPresent: sessionPresent, now: now, hasSubscriptions: clients[client].hasSubscriptions,
+            resubscribes: clients[client].session.settings.resubscribesWhenSessionLost) else { return }
         let fleet = clients[client].fleet
         wheel.cancel(client: client, kind: TimerKind.connectTimeout)
         pacers[fleet].finished()
@@ -21,12 +22,21 @@ extension Lane {
         // On a reconnect, an on-connect stream whose message went out starts a new schedule, so every
         // connection sends its message.
         if !connected.firstTime { clients[client].publisher.restartOnConnectStreams() }
-        // The session re-subscribes by itself when the broker lost the session; the first time, we subscribe.
+        // The first time, and whenever the broker lost the session (what it had refused before left out).
         if connected.subscribe {
-            _ = clients[client].session.subscribe(clients[client].subscriptions, now: now, into: &scratch)
+            _ = clients[client].session.subscribe(subscriptions(of: client), now: now, into: &scratch)
         }
         stage(client)
         if publishing { startPublishing(client) }
+    }
+
+    /// The client's subscriptions, made from its fleet's patterns, less the filters the broker refused before
+    /// (not subscribed again, as a session that keeps its subscriptions drops them at the SUBACK). Made at each
+    /// SUBSCRIBE, never per message.
+    func subscriptions(of client: Int) -> [MQTTSubscription] {
+        var subscriptions = fleets[clients[client].fleet].subscriptions(of: clients[client].indexInFleet)
+        if let refused = refusedFilters[client] { subscriptions.removeAll { refused.contains($0.filter) } }
+        return subscriptions
     }
 
     func subscriptionConfirmed(_ client: Int) {

@@ -18,8 +18,10 @@ extension Lane {
         return clients[client].vehicle!.state.sample(at: runTime, model: model)
     }
 
-    /// Starts the vehicle's clock (once: reconnects keep it running).
+    /// Starts the vehicle's clock (once: reconnects keep it running). Only a fleet with a vehicle model has one
+    /// (`vehicleSample` and `cutIfInTunnel` read it for those only): other clients make no extras for it.
     func startVehicleClock(_ client: Int) {
+        guard fleets[clients[client].fleet].vehicleModel != nil else { return }
         if clients[client].vehicleOrigin == 0 { clients[client].vehicleOrigin = now }
     }
 

@@ -41,12 +41,17 @@ final class Lane: @unchecked Sendable {
     var webSocketPayload: [UInt8] = []
     /// The first-size blocks of the clients' outbound buffers, lent while a client has bytes to write.
     let outboundBlocks: OutboundBlockPool
+    /// The in-flight windows' slot arrays, lent to its clients' sessions while they have messages in flight.
+    let windowStorage: MQTTWindowStoragePool
     static let outboundBlockSize = 2048
     /// Session output of one call, appended to the client's outbound buffer afterwards.
     var scratch = MQTTByteBuffer(capacity: 64 * 1024)
     /// Requests received during one session call, answered right after it (the session cannot publish while
     /// it is handing over a message): their bytes in `replyArena`, reused so steady state allocates little.
     var pendingReplies: [PendingReply] = []
+    /// Filters a broker refused, by client: left out when the lane subscribes the client again
+    /// (`subscriptions(of:)`). Empty unless a SUBACK refused something.
+    var refusedFilters: [Int: [String]] = [:]
     var replyArena: [UInt8] = []
     /// Per global stream id: false for streams without delivery accounting (fixed text, requests), whose
     /// copies a subscriber receives are not tracked. Set by the engine before the run.
@@ -113,9 +118,10 @@ final class Lane: @unchecked Sendable {
     /// end-to-end latency (`Lane+Network`), whoever published.
     let networkEmulation: Bool
 
-    init(index: Int, fleets: [FleetRuntime], clients: [SimulatedClient], configuration: EngineConfiguration,
-         laneCount: Int, start: UInt64, gauges: ConnectedGauges) throws {
+    init(index: Int, fleets: [FleetRuntime], clients: [SimulatedClient], windowStorage: MQTTWindowStoragePool,
+         configuration: EngineConfiguration, laneCount: Int, start: UInt64, gauges: ConnectedGauges) throws {
         self.index = index
+        self.windowStorage = windowStorage
         self.gauges = gauges
         self.queue = DispatchQueue(label: "fleetbench.lane.\(index)", qos: .userInitiated)
         self.fleets = fleets
@@ -285,7 +291,9 @@ final class Lane: @unchecked Sendable {
         wheel.advance(to: now)
         while let expired = wheel.popExpired() {
             switch TimerKind(wheelKind: expired.kind) {
-            case .connect: startConnect(expired.client)
+            case .connect:
+                // The shared entry: the connect timer of an idle client, otherwise the connect timeout.
+                if clients[expired.client].phase == .idle { startConnect(expired.client) } else { connectTimedOut(expired.client) }
             case .session: sessionDeadline(expired.client)
             case .publish: publishDue(expired.client)
             case .connectTimeout: connectTimedOut(expired.client)
@@ -330,27 +338,40 @@ final class Lane: @unchecked Sendable {
     }
 }
 
-/// Timer kinds per client in the lane's wheel; the raw value is the wheel's kind index.
+/// Timer kinds per client in the lane's wheel. `wheelIndex` is the wheel's kind index: the connect timer and the
+/// connect timeout share one entry, since a client waits for at most one of them (the connect timer only while
+/// idle, the timeout only from the TCP connect to the CONNACK; every change of phase between them cancels or
+/// moves the entry), and the lane tells them apart by the client's phase when it fires. 4 entries per client
+/// instead of 5: 28 bytes less in each (docs/performance.md, "Memory per vehicle, fourth pass").
 enum TimerKind: Int, CaseIterable {
     case connect = 0
     case session = 1
     case publish = 2
-    case connectTimeout = 3
-    case lowWatermarkProbe = 4
+    case lowWatermarkProbe = 3
     /// Emulated network conditions (`Lane+Network`): only lanes with a client that has a profile have these.
-    case networkOut = 5
-    case networkIn = 6
-    case networkDrop = 7
-    case networkOutage = 8
+    case networkOut = 4
+    case networkIn = 5
+    case networkDrop = 6
+    case networkOutage = 7
+    /// In the wheel as `connect` (`wheelIndex`).
+    case connectTimeout = 8
 
-    /// Kinds per client in a lane without emulated networks (the network kinds come last and are left out).
-    static let count = 5
-    static let countWithNetwork = 9
+    /// Wheel entries per client in a lane without emulated networks (the network kinds come last and are left
+    /// out), and with them.
+    static let count = 4
+    static let countWithNetwork = 8
+
+    /// The wheel's kind index.
+    @inline(__always)
+    var wheelIndex: Int { self == .connectTimeout ? TimerKind.connect.rawValue : rawValue }
 
     /// The kind of an entry the wheel handed out: only kinds scheduled through `TimerKind` are in the wheel.
+    /// The shared connect entry comes out as `.connect` (`Lane.fireTimers` looks at the phase).
     @inline(__always)
     init(wheelKind: Int) {
-        guard let kind = TimerKind(rawValue: wheelKind) else { preconditionFailure("timer kind \(wheelKind) unknown") }
+        guard wheelKind < TimerKind.connectTimeout.rawValue, let kind = TimerKind(rawValue: wheelKind) else {
+            preconditionFailure("timer kind \(wheelKind) unknown")
+        }
         self = kind
     }
 }
@@ -359,17 +380,17 @@ enum TimerKind: Int, CaseIterable {
 extension TimingWheel {
     @inline(__always)
     mutating func schedule(client: Int, kind: TimerKind, deadline: UInt64) {
-        schedule(client: client, kind: kind.rawValue, deadline: deadline)
+        schedule(client: client, kind: kind.wheelIndex, deadline: deadline)
     }
 
     @inline(__always)
     @discardableResult
     mutating func cancel(client: Int, kind: TimerKind) -> Bool {
-        cancel(client: client, kind: kind.rawValue)
+        cancel(client: client, kind: kind.wheelIndex)
     }
 
     @inline(__always)
     func deadline(client: Int, kind: TimerKind) -> UInt64? {
-        deadline(client: client, kind: kind.rawValue)
+        deadline(client: client, kind: kind.wheelIndex)
     }
 }

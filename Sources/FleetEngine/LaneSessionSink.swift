@@ -86,11 +86,12 @@ struct LaneSessionSink: MQTTSessionEventHandler {
             lane.metrics.fleets[fleet].counters.abandonedPublishes += 1
         case .subscribed:
             subscribed = true
-        case .subscriptionNotGranted(_, _, let result):
+        case .subscriptionNotGranted(let filter, _, let result):
             if result.isSuccess {
                 lane.metrics.fleets[fleet].counters.subscriptionsDowngraded += 1
             } else {
                 lane.metrics.fleets[fleet].counters.subscriptionsRefused += 1
+                lane.refusedFilters[client, default: []].append(filter)
             }
         case .publishAcknowledgedAtLowerQoS:
             lane.metrics.fleets[fleet].counters.qos2AckedAsQoS1 += 1

@@ -26,6 +26,24 @@ final class FleetRuntime: @unchecked Sendable {
     let offlineBuffers: [OfflineBuffer?]
     var streamCount: Int { configuration.count * configuration.streams.count }
 
+    /// Client `index`'s subscriptions as the engine makes them, in this order: its fleet's own
+    /// (`EngineFleet.subscriptions`), a responder's command topic, a requester's reply filters. Made when the
+    /// engine starts and again whenever the client subscribes, instead of kept by each client: a vehicle on its
+    /// command topic kept 176 bytes for it (the filter, its array, the session's copy of the group).
+    func subscriptions(of index: Int, clientID: String? = nil) -> [MQTTSubscription] {
+        let clientID = clientID ?? configuration.clientID(index)
+        var subscriptions = configuration.subscriptions(index, clientID)
+        if let responder = configuration.responder {
+            subscriptions.append(MQTTSubscription(filter: commandTopics[index].name, qos: responder.qos))
+        }
+        for stream in configuration.streams {
+            if let target = stream.request {
+                subscriptions.append(MQTTSubscription(filter: target.replyTopic(index, clientID), qos: stream.qos))
+            }
+        }
+        return subscriptions
+    }
+
     init(index: Int, configuration: EngineFleet, firstStream: Int) throws {
         self.index = index
         self.configuration = configuration
@@ -150,13 +168,19 @@ struct SimulatedClient {
     var fleet: Int { Int(fleet32) }
     var indexInFleet: Int { Int(indexInFleet32) }
     var globalIndex: Int { Int(globalIndex32) }
+    /// What only some clients have (`ClientExtras`): nil for a plain-TCP client without a network profile,
+    /// delivery routes or vehicle model. Made when the first of them is set.
+    var extras: ClientExtras?
     /// TLS/WebSocket layers of the client's endpoint; nil for plain TCP.
-    let endpoint: TransportEndpoint?
+    var endpoint: TransportEndpoint? { extras?.endpoint }
     /// The run's addresses; the client keeps its broker's and its source's slots (`brokerSlot`, `sourceSlot`).
     let addressBook: ClientAddresses
     var session: MQTTClientSession
     /// Emulated network conditions (`Lane+Network`); nil for clients without a profile.
-    var network: NetworkLink? = nil
+    var network: NetworkLink? {
+        get { extras?.network }
+        set { if let extras = extrasToSet(newValue != nil) { extras.network = newValue } }
+    }
     /// Where the connection is in its life, its attempt count and its connect times (`ClientConnectionMachine`).
     var connection = ClientConnectionMachine()
     var phase: ClientPhase { connection.phase }
@@ -165,9 +189,18 @@ struct SimulatedClient {
     var hasConnectedBefore: Bool { connection.hasConnectedBefore }
     var socket: TCPSocket?
     /// Layer state of the current connection (TLS/WebSocket endpoints only).
-    var transport: ClientTransport?
+    var transport: ClientTransport? {
+        get { extras?.transport }
+        set { if let extras = extrasToSet(newValue != nil) { extras.transport = newValue } }
+    }
     var wantsWritable = false
     var isDirty = false
+    /// It subscribes to something: its subscriptions themselves are made again from its fleet's patterns when it
+    /// subscribes (`FleetRuntime.subscriptions(of:)`), not kept by every client. Beside the other flags: they
+    /// fill the padding before `ackBatching`.
+    let hasSubscriptions: Bool
+    /// Some subscription asks for Retain As Published (the RETAIN flag then no longer says "on subscribe").
+    let retainAsPublished: Bool
     /// The in-flight window's wait and the SO_RCVLOWAT batching of its acks (`AckBatchingMachine`).
     var ackBatching = AckBatchingMachine()
     var awaitingWindow: Bool { ackBatching.awaitingWindow }
@@ -182,23 +215,36 @@ struct SimulatedClient {
     let outbound = OutboundBuffer(initialCapacity: Lane.outboundBlockSize)
     /// Bytes of a packet not yet whole. Empty (no storage) for most clients most of the time.
     var inbound: [UInt8] = []
-    let subscriptions: [MQTTSubscription]
-    /// Some subscription asks for Retain As Published (the RETAIN flag then no longer says "on subscribe").
-    var retainAsPublished: Bool { subscriptions.contains { $0.options.retainAsPublished } }
     /// High 32 bits of the keys its deliveries are recorded under (`LaneMetrics.deliveryKeys`): its own global
     /// index, or its shared-subscription group's tagged index (`Engine.groupDeliveryKey`). For a client with
     /// `deliveryRoutes`, the key of arrivals no route matches.
     let deliveryKey: UInt64
     /// Set only for a client mixing shared and plain subscriptions (or subscribed to several groups): picks the
     /// key per arrival from its topic. Nil for every other client, whose arrivals all go to `deliveryKey`.
-    let deliveryRoutes: DeliveryRoutes?
+    var deliveryRoutes: DeliveryRoutes? { extras?.deliveryRoutes }
     /// Its publishing streams, their schedules and offline backlog (`ClientPublisher`).
     var publisher: ClientPublisher
     var random: SeededRandom
     /// The client's vehicle (fleets with a vehicle model), made at its first sample (`Lane+Vehicle`), and the
     /// lane time its run time counts from: when it first started publishing.
-    var vehicle: VehicleBox? = nil
-    var vehicleOrigin: UInt64 = 0
+    var vehicle: VehicleBox? {
+        get { extras?.vehicle }
+        set { if let extras = extrasToSet(newValue != nil) { extras.vehicle = newValue } }
+    }
+    var vehicleOrigin: UInt64 {
+        get { extras?.vehicleOrigin ?? 0 }
+        set { if let extras = extrasToSet(newValue != 0) { extras.vehicleOrigin = newValue } }
+    }
+    /// The client's extras to set a field in: made when `needed` (a value other than the default), nil when
+    /// there are none and the value is the default (nothing to store).
+    @inline(__always)
+    mutating func extrasToSet(_ needed: Bool) -> ClientExtras? {
+        if let extras { return extras }
+        guard needed else { return nil }
+        let made = ClientExtras()
+        extras = made
+        return made
+    }
     /// Streams (global ids) its subscriptions match, for the entitlement windows (`Lane+Entitlement`), whether
     /// each outlives a disconnect (persistent session, QoS ≥ 1 both ways), and the key its windows are kept under
     /// (high 32 bits: its own index for a plain filter, its group's tagged index for a shared subscription, so a
@@ -210,6 +256,25 @@ struct SimulatedClient {
 
     mutating func setEntitledStreams(_ streams: [UInt32], persistent: [Bool], keys: [UInt64]) {
         entitlement = streams.isEmpty ? nil : EntitlementState(streams: streams, persistent: persistent, keys: keys)
+    }
+}
+
+/// What only some clients have, kept apart from `SimulatedClient` (8 bytes in each client instead of 48): a TLS or
+/// WebSocket endpoint and its connection's layers, an emulated network link, delivery routes by topic and a
+/// simulated vehicle. Touched on the client's lane only; every field's default is "none", and a
+/// client gets its extras when the first field is set to something else. The per-message path reads `network`
+/// and `transport` through it: one nil check when the client has none, as before.
+final class ClientExtras {
+    var endpoint: TransportEndpoint?
+    var network: NetworkLink?
+    var transport: ClientTransport?
+    var deliveryRoutes: DeliveryRoutes?
+    var vehicle: VehicleBox?
+    var vehicleOrigin: UInt64 = 0
+
+    init(endpoint: TransportEndpoint? = nil, deliveryRoutes: DeliveryRoutes? = nil) {
+        self.endpoint = endpoint
+        self.deliveryRoutes = deliveryRoutes
     }
 }
 

@@ -240,8 +240,10 @@ extension MQTTClientSession {
                 for (subscription, result) in zip(subscriptionGroups[group].subscriptions, results) where result.isSuccess {
                     kept.append(subscription)
                 }
-                if kept.isEmpty {
+                if kept.isEmpty || !keepsSubscriptions {
                     subscriptionGroups.remove(at: group)
+                    // The last one gone: its storage goes too (a vehicle subscribes once).
+                    if subscriptionGroups.isEmpty { subscriptionGroups = [] }
                 } else if kept.count != subscriptionGroups[group].subscriptions.count {
                     subscriptionGroups[group].subscriptions = kept
                 }

@@ -68,6 +68,8 @@ public struct MQTTClientSession: Sendable {
     public internal(set) var brokerMaximumQoS: MQTTQoS = .exactlyOnce
     /// Keep Alive in force (seconds): the client's, or the 5.0 Server Keep Alive.
     public internal(set) var keepAliveSeconds: UInt16
+    /// Next packet identifier to try. Beside the 2-byte limits above: it fills their last 2 bytes of padding.
+    var nextPacketID: UInt16 = 1
 
     // MARK: Timing (monotonic ns)
 
@@ -75,18 +77,24 @@ public struct MQTTClientSession: Sendable {
     /// Last packet written: PINGREQ is due `keepAliveSeconds` later.
     var lastPacketSentAt: UInt64 = 0
     var pingSentAt: UInt64 = 0
-    var pingOutstanding = false
-    var pingTimeoutReported = false
 
     // MARK: Tables (empty, unallocated, when idle)
 
-    var nextPacketID: UInt16 = 1
+    var outbound = MQTTOutboundWindow()
+    // The 1-byte fields right after the window, whose last field is 1 byte too: they fill its 7 bytes of padding
+    // (a field of 1 byte between 8-byte ones took 8).
+    var pingOutstanding = false
+    var pingTimeoutReported = false
     /// Set once identifiers wrapped past 65535: only then can a candidate still be in use.
     var packetIDsWrapped = false
-    /// Declared beside the other small fields: a field of 1 byte between 8-byte ones took 8.
     public internal(set) var state: State = .disconnected
     var connAckTimeoutReported = false
-    var outbound = MQTTOutboundWindow()
+    /// Whether the session keeps what it subscribed to, to send it again when a CONNACK says the broker lost the
+    /// session (`resubscribesWhenSessionLost`). A session that does not (`keepsSubscriptions: false`) keeps a
+    /// SUBSCRIBE's filters only until its SUBACK (to name the refused ones) and re-subscribes nothing: its owner
+    /// subscribes again itself. The engine's vehicles do so: the filters, their array and the group kept for the
+    /// whole run cost each vehicle subscribed to its command topic 176 bytes (docs/performance.md).
+    public let keepsSubscriptions: Bool
     var pendingRequests: [MQTTPendingRequest] = []
     var subscriptionGroups: [MQTTSubscriptionGroup] = []
     /// Inbound QoS 2 packet identifiers whose PUBREC was sent and PUBREL not yet received (§4.3.3).
@@ -97,9 +105,16 @@ public struct MQTTClientSession: Sendable {
     var outboundAliases: [[UInt8]] = []
 
     /// `keepsStatistics`: whether `statistics` counts (a session that nobody reads them from keeps none).
-    public init(settings: MQTTSessionSettings, clientID: String, keepsStatistics: Bool = true) {
+    /// `keepsSubscriptions`: whether subscriptions are kept to be replayed (see the property).
+    /// `windowStorage`: where the in-flight window's slot array comes from while messages are in flight, and goes
+    /// back to when the last is acknowledged (nil: the window keeps its own between messages). The pool must be
+    /// used on one thread only: the sessions sharing it are driven on the same one.
+    public init(settings: MQTTSessionSettings, clientID: String, keepsStatistics: Bool = true,
+                keepsSubscriptions: Bool = true, windowStorage: MQTTWindowStoragePool? = nil) {
         self.settings = settings
         self.clientID = clientID
+        self.keepsSubscriptions = keepsSubscriptions
+        outbound.storagePool = windowStorage
         self.statisticsStorage = keepsStatistics ? [MQTTSessionStatistics()] : []
         self.keepAliveSeconds = settings.keepAliveSeconds
     }
@@ -129,7 +144,8 @@ public struct MQTTClientSession: Sendable {
         Int(settings.version.hasProperties ? min(settings.inFlightWindow, brokerReceiveMaximum) : settings.inFlightWindow)
     }
 
-    /// Filters that would be re-subscribed if the broker lost the session.
+    /// Filters that would be re-subscribed if the broker lost the session; without `keepsSubscriptions`, those
+    /// whose SUBACK has not come yet.
     public var subscriptions: [MQTTSubscription] { subscriptionGroups.flatMap(\.subscriptions) }
 
     /// Frees the capacity of tables that are empty now (in-flight window, retransmission copies, inbound
@@ -175,6 +191,8 @@ public struct MQTTClientSession: Sendable {
             events.sessionEvent(.requestAbandoned(request.kind, packetID: request.packetID))
         }
         pendingRequests.removeAll()
+        // Unanswered SUBSCRIBEs of a session that keeps no subscriptions are its owner's to send again.
+        if !keepsSubscriptions { subscriptionGroups = [] }
     }
 
     /// Writes DISCONNECT (5.0: with `reasonCode`, and a new Session Expiry Interval if given; §3.14) and waits

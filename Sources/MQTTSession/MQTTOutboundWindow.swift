@@ -20,6 +20,41 @@ struct MQTTOutboundMessage {
     var tag: UInt64
 }
 
+/// Slot arrays of emptied in-flight windows, lent to the windows of the sessions that share it (one engine lane's:
+/// used only on that lane's queue, hence `@unchecked Sendable`). A window takes an array when its first message
+/// of a burst goes in flight and gives it back when its last is acknowledged, so a vehicle publishing every 10 s
+/// holds none between its messages: its own kept array (one 56-byte slot and the array's header, 88 bytes, and a
+/// heap block) cost every idle publisher as much. Taking and giving move an array's storage in and out of a
+/// reserved array: no allocation once the pool holds what the traffic needs.
+public final class MQTTWindowStoragePool: @unchecked Sendable {
+    /// Idle arrays kept; further ones given back are freed.
+    public let maximumFree: Int
+    private var free: [[MQTTOutboundMessage]] = []
+
+    public init(maximumFree: Int) {
+        precondition(maximumFree >= 0, "MQTTWindowStoragePool needs maximumFree >= 0")
+        self.maximumFree = maximumFree
+        free.reserveCapacity(maximumFree)
+    }
+
+    /// Idle arrays held for the next windows.
+    public var freeCount: Int { free.count }
+
+    /// An idle array (empty, with capacity), or an empty one without storage when none is idle.
+    @inline(__always)
+    func take() -> [MQTTOutboundMessage] { free.popLast() ?? [] }
+
+    /// Takes `slots`' storage (emptied) back, or frees it when `maximumFree` are idle; `slots` is left without.
+    @inline(__always)
+    func give(_ slots: inout [MQTTOutboundMessage]) {
+        var taken: [MQTTOutboundMessage] = []
+        swap(&taken, &slots)
+        guard taken.capacity > 0, free.count < maximumFree else { return }
+        taken.removeAll(keepingCapacity: true)
+        free.append(taken)
+    }
+}
+
 /// Outbound QoS 1/2 messages in send order, plus the PUBLISH bytes kept for retransmission. Empty and
 /// unallocated until the first QoS 1/2 publish. Acknowledgements usually arrive in send order, so lookups
 /// scan from the head and usually stop at the first slot; a slot freed out of order stays as a hole
@@ -33,8 +68,11 @@ struct MQTTOutboundWindow {
     /// PUBLISH copies in slot order; bytes before `storedStart` belong to freed messages.
     var storedBytes: [UInt8] = []
     var storedStart = 0
+    /// Where the slot array comes from and goes back to while the window is empty (nil: it keeps its own).
+    var storagePool: MQTTWindowStoragePool?
     /// Earliest unreported deadline among the slots, valid when `deadlineIsCurrent`.
     var cachedDeadline: UInt64 = .max
+    /// Last, so a session's 1-byte fields after the window fill its padding.
     var deadlineIsCurrent = true
 
     var isEmpty: Bool { count == 0 }
@@ -60,6 +98,7 @@ struct MQTTOutboundWindow {
     func contains(_ packetID: UInt16) -> Bool { index(of: packetID) != nil }
 
     mutating func append(_ message: MQTTOutboundMessage, deadline: UInt64) {
+        if slots.capacity == 0, let storagePool { slots = storagePool.take() }
         if slots.count == slots.capacity, Self.compacts(live: count, capacity: slots.capacity) {
             // Full array, at least 3/4 of it freed slots: drop them in place (no allocation).
             slots.removeAll { $0.awaiting == nil }
@@ -77,8 +116,8 @@ struct MQTTOutboundWindow {
         count -= 1
         if deadline <= cachedDeadline { deadlineIsCurrent = false }
         if count == 0 {
-            // Emptied in place: the storage stays for the next messages.
-            slots.removeLast(slots.count)
+            // Emptied in place: the storage stays for the next messages, or goes back to the pool.
+            if let storagePool { storagePool.give(&slots) } else { slots.removeLast(slots.count) }
             head = 0
             storedBytes.removeLast(storedBytes.count)
             storedStart = 0

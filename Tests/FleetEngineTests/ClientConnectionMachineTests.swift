@@ -31,13 +31,16 @@ private struct ClientUnderTest {
     var connectedAt: [UInt64] = []
     var socketOpen = false
 
-    init(policy: ReconnectPolicy, keepAliveSeconds: UInt16 = 60, subscriptions: [MQTTSubscription] = []) {
+    /// `keepsSubscriptions: false`: as the engine's clients, the lane (here: the test) subscribes again when
+    /// the broker lost the session.
+    init(policy: ReconnectPolicy, keepAliveSeconds: UInt16 = 60, subscriptions: [MQTTSubscription] = [],
+         keepsSubscriptions: Bool = true) {
         self.policy = policy
         self.subscriptions = subscriptions
         let timeouts = MQTTAckTimeouts(connAck: 10 * second, pingResp: 8 * second)
         session = MQTTClientSession(settings: MQTTSessionSettings(version: .v3_1_1, cleanStart: true,
                                                                   keepAliveSeconds: keepAliveSeconds, timeouts: timeouts),
-                                    clientID: "car-1")
+                                    clientID: "car-1", keepsSubscriptions: keepsSubscriptions)
         timers[.connect] = 0
     }
 
@@ -124,7 +127,8 @@ private struct ClientUnderTest {
         }
         if let sessionPresent = events.connected,
            let connected = machine.connAckAccepted(sessionPresent: sessionPresent, now: now,
-                                                   hasSubscriptions: !subscriptions.isEmpty) {
+                                                   hasSubscriptions: !subscriptions.isEmpty,
+                                                   resubscribes: !session.keepsSubscriptions) {
             timers[.connectTimeout] = nil
             pacer.finished()
             connectedAt.append(now)
@@ -274,10 +278,11 @@ struct ClientConnectionMachineTests {
         #expect(client.timers == [.session: 28 * second])  // the next PINGREQ: a keepalive after this CONNECT
     }
 
-    @Test("a tunnel cuts a subscribed client's link: RST, reconnect after the outage, the session subscribes again")
-    func tunnelThenResubscribe() {
+    @Test("a tunnel cuts a subscribed client's link: RST, reconnect after the outage, the session (or the lane, when the session keeps no subscriptions) subscribes again",
+          arguments: [true, false])
+    func tunnelThenResubscribe(sessionKeepsSubscriptions: Bool) {
         let filter = MQTTSubscription(filter: "cmd/1", qos: .atLeastOnce)
-        var client = ClientUnderTest(policy: mobileApp, subscriptions: [filter])
+        var client = ClientUnderTest(policy: mobileApp, subscriptions: [filter], keepsSubscriptions: sessionKeepsSubscriptions)
         let subscribe: [UInt8] = [0x82, 0x0A, 0x00, 0x01, 0x00, 0x05, 0x63, 0x6D, 0x64, 0x2F, 0x31, 0x01]
         client.fireNextTimer()
         client.tcpEstablished()
@@ -308,7 +313,8 @@ struct ClientConnectionMachineTests {
         _ = client.written()
         client.now = 130 * second + 4 * ms
         client.receive(connAck(sessionPresent: false))
-        // The broker lost the session: the session subscribes again by itself (packet id 2), not the lane.
+        // The broker lost the session: the session subscribes again by itself (packet id 2), or the lane does
+        // for a session that keeps no subscriptions; the same bytes either way.
         #expect(client.written() == [0x82, 0x0A, 0x00, 0x02, 0x00, 0x05, 0x63, 0x6D, 0x64, 0x2F, 0x31, 0x01])
         #expect(client.machine.subscribeSentAt == 130 * second + 4 * ms)
         client.receive([0x90, 0x03, 0x00, 0x02, 0x01])

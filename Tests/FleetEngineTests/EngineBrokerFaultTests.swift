@@ -75,8 +75,9 @@ struct EngineBrokerFaultTests {
         #expect(counters.disconnects[.clientInitiated] == n)
         #expect(counters.ackTimeouts.total == 0)
         // Subscribe latency is measured for the first subscription only. mosquitto runs without persistence, so
-        // even a persistent session is gone after the restart (CONNACK: session not present) and the session
-        // subscribes again by itself: without that, every message after the restart would count as lost below.
+        // even a persistent session is gone after the restart (CONNACK: session not present) and
+        // the lane subscribes again (its sessions keep no subscriptions): without that, every message after the
+        // restart would count as lost below.
         #expect(result.latency.histogram(.subscribe, from: .sent).totalCount == 1)
         // A QoS 1 message in flight at the kill is abandoned (no session to retransmit it in); every other
         // message, including those that fell due during the outage, is acked and delivered exactly once.

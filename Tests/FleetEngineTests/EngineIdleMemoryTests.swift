@@ -9,7 +9,8 @@ import Testing
 @testable import FleetEngine
 
 /// What an idle vehicle keeps between its messages (docs/scaling.md, "Per GiB"): no outbound block (the lane
-/// lends one per flush) and, with a clean start, no retransmission copy.
+/// lends one per flush), no in-flight slot array (lent likewise), no subscription (made again at each SUBSCRIBE)
+/// and, with a clean start, no retransmission copy.
 @Suite("Engine: what idle publishing vehicles keep between messages", .serialized)
 struct EngineIdleMemoryTests {
     struct Held: Sendable, Equatable {
@@ -17,6 +18,10 @@ struct EngineIdleMemoryTests {
         var capacities: [Int] = []
         var storedCapacities: [Int] = []
         var pooled = 0
+        var subscriptionCapacities: [Int] = []
+        var windowCapacities: [Int] = []
+        var idleWindows = 0
+        var withExtras = 0
     }
 
     @Test("20 vehicles publishing QoS 1 every 300 ms: between messages none holds an outbound block or a stored copy")
@@ -49,7 +54,11 @@ struct EngineIdleMemoryTests {
                               counters.acked[.atLeastOnce] == counters.published[.atLeastOnce] else { return nil }
                         return Held(lent: lane.outboundBlocks.lent, capacities: lane.clients.map(\.outbound.capacity),
                                     storedCapacities: lane.clients.map { $0.session.outbound.storedBytes.capacity },
-                                    pooled: lane.outboundBlocks.freeCount)
+                                    pooled: lane.outboundBlocks.freeCount,
+                                    subscriptionCapacities: lane.clients.map { $0.session.subscriptionGroups.capacity },
+                                    windowCapacities: lane.clients.map { $0.session.outbound.slots.capacity },
+                                    idleWindows: lane.windowStorage.freeCount,
+                                    withExtras: lane.clients.filter { $0.extras != nil }.count)
                     }
                     held.withLock { $0 = seen ?? $0 }
                     return seen != nil
@@ -62,15 +71,92 @@ struct EngineIdleMemoryTests {
         #expect(seen.lent == 0)
         #expect(seen.capacities == Array(repeating: 0, count: clients))
         #expect(seen.storedCapacities == Array(repeating: 0, count: clients))
+        // Plain TCP, no network profile, delivery routes or vehicle model: no client made its extras.
+        #expect(seen.withExtras == 0)
+        // No in-flight slot array either: each went back to the lane's pool with its last PUBACK.
+        #expect(seen.windowCapacities == Array(repeating: 0, count: clients))
+        #expect((1...clients).contains(seen.idleWindows))
+        // Subscribed (every client was ready before publishing began), and its session keeps nothing of it.
+        #expect(seen.subscriptionCapacities == Array(repeating: 0, count: clients))
+        #expect(result.counters.connectsSucceeded == UInt64(clients))
+        #expect(result.latency.histogram(.subscribe, from: .sent).totalCount == UInt64(clients))
         // Blocks went round: at most one per client was ever needed at once, and the pool keeps them for reuse.
         #expect((1...clients).contains(seen.pooled))
+    }
+
+    @Test("subscriptions are made again at each SUBSCRIBE: after a lost session the lane asks again for what was not refused")
+    func subscriptionsMadeAgain() throws {
+        // Connection 0: "x" refused, "y" granted, then the broker closes; connection 1 (no session) grants all.
+        let broker = try FakeBroker(behaviour: { connection, packet, version in
+            if connection == 0, case .subscribe(let subscribe) = packet {
+                return [.send(.subAck(MQTTSubAck(packetID: subscribe.packetID, reasonCodes: [.unspecifiedError, .grantedQoS1]))),
+                        .close]
+            }
+            return FakeBroker.standardResponse(connection, packet, version)
+        })
+        defer { broker.stop() }
+        let fleet = EngineFleet(
+            name: "vehicles", count: 1, clientID: { "veh-\($0)" },
+            session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30),
+            subscriptions: { _, id in
+                [MQTTSubscription(filter: "x/\(id)", qos: .atLeastOnce), MQTTSubscription(filter: "y/\(id)", qos: .atLeastOnce)]
+            },
+            reconnect: .immediateThenInterval(retries: 5, interval: 1_000_000_000))
+        let configuration = EngineConfiguration(
+            fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
+            readyTimeout: 3_000_000_000, drainTimeout: 0)
+        let engine = try Engine(configuration: configuration)
+        let result = engine.run(duration: 300_000_000)
+        let subscribes = broker.receivedPackets.compactMap { received -> String? in
+            guard case .subscribe(let subscribe) = received.packet else { return nil }
+            return "\(received.connection): \(subscribe.packetID) " + subscribe.subscriptions.map(\.filter).joined(separator: ",")
+        }
+        #expect(subscribes == ["0: 1 x/veh-0,y/veh-0", "1: 2 y/veh-0"])
+        #expect(result.counters.subscriptionsRefused == 1)
+        #expect(result.counters.subscriptionsDowngraded == 0)
+        #expect(result.counters.connectsSucceeded == 2)
+        #expect(engine.lanes[0].refusedFilters == [0: ["x/veh-0"]])
+        #expect(engine.lanes[0].clients[0].session.subscriptionGroups.capacity == 0)
+    }
+
+    @Test("the connect timer and the connect timeout share one wheel entry: a CONNACK that never comes times out, the reconnect timer then fires")
+    func connectTimersShareAnEntry() throws {
+        // Connection 0 gets no CONNACK; connection 1 is answered.
+        let broker = try FakeBroker(behaviour: { connection, packet, version in
+            if connection == 0, case .connect = packet { return [] }
+            return FakeBroker.standardResponse(connection, packet, version)
+        })
+        defer { broker.stop() }
+        let short: UInt64 = 200_000_000
+        let fleet = EngineFleet(
+            name: "vehicles", count: 1, clientID: { "veh-\($0)" },
+            session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30,
+                                         timeouts: MQTTAckTimeouts(connAck: short, subAck: short)),
+            reconnect: .immediateThenInterval(retries: 5, interval: 1_000_000_000))
+        let configuration = EngineConfiguration(
+            fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)], lanes: 1,
+            readyTimeout: 3_000_000_000, drainTimeout: 0)
+        let engine = try Engine(configuration: configuration)
+        #expect(engine.lanes[0].wheel.kindsPerClient == 4)
+        #expect(TimerKind.connectTimeout.wheelIndex == TimerKind.connect.wheelIndex)
+        #expect(TimerKind.allCases.filter { $0 != .connectTimeout }.map(\.wheelIndex) == Array(0..<8))
+        let result = engine.run(duration: 100_000_000)
+        #expect(result.counters.connectsAttempted == 2)
+        #expect(result.counters.reconnects == 0)  // the retry of a first connect is no reconnect
+        #expect(result.counters.connectsSucceeded == 1)
+        #expect(result.counters.connectFailures == [.connackTimeout: 1])
+        #expect(result.counters.ackTimeouts[.connack] == 1)
+        #expect(broker.connectionCount == 2)
     }
 
     @Test("a client's vehicle is kept apart from it: 8 bytes in every client, nothing allocated until its first sample")
     func vehicleIsBoxed() {
         #expect(MemoryLayout<VehicleBox?>.size == 8)
-        // 497 before: indexes in 32 bits, the entitlement windows boxed, the small fields packed together.
-        #expect(MemoryLayout<SimulatedClient>.size == 424)
+        // 497 before: indexes in 32 bits, the entitlement windows boxed, the small fields packed together; 424
+        // before its subscriptions array (8) gave way to two flags in the padding before `ackBatching` and the
+        // fields only some clients use went into `ClientExtras` (6 × 8 bytes → 8).
+        #expect(MemoryLayout<SimulatedClient>.size == 376)
+        #expect(MemoryLayout<MQTTClientSession>.size == 176)  // with the window's pool reference (8) in its padding
         #expect(MemoryLayout<EntitlementState?>.size == 8)
     }
 
@@ -133,7 +219,8 @@ struct EngineIdleMemoryTests {
         let found = Engine.tracedTopics(fleets: fleets, tracked: tracked,
                                         filters: ["v/veh-1/t", "v/b-1/t", "s/1", "s/2", "nothing/here", "v/veh-1/t"],
                                         hasWildcard: { $0.contains("+") || $0.contains("#") })
-        #expect(found.byFilter == ["v/veh-1/t": [2], "v/b-1/t": [7], "s/1": [], "s/2": [5], "nothing/here": []])
+        // Filters naming no tracked stream ("s/1" is untracked, "nothing/here" no topic) have no entry.
+        #expect(found.byFilter == ["v/veh-1/t": [2], "v/b-1/t": [7], "s/2": [5]])
         #expect(found.all == nil)
     }
 

@@ -60,7 +60,7 @@ struct EngineSegmentTests {
                         clientID: client.session.clientID, fleet: client.fleet, indexInFleet: client.indexInFleet,
                         broker: "\(client.broker)", source: client.source.map { "\($0)" } ?? "",
                         topics: client.publisher.streams.map(\.topic.name),
-                        streamIDs: client.publisher.streams.map(\.streamID), subscriptions: client.subscriptions.map(\.filter),
+                        streamIDs: client.publisher.streams.map(\.streamID), subscriptions: lane.fleets[client.fleet].subscriptions(of: client.indexInFleet).map(\.filter),
                         deliveryKey: client.deliveryKey, entitled: client.entitledStreams,
                         random: (0..<4).map { _ in random.next() })
                 }

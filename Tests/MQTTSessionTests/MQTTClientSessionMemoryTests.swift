@@ -48,6 +48,84 @@ struct MQTTClientSessionMemoryTests {
         #expect(harness.session.subscriptions.map(\.filter) == ["a", "b"])
     }
 
+    @Test("a session that keeps no subscriptions forgets a SUBSCRIBE at its SUBACK (naming the refused filter first) and re-subscribes nothing")
+    func subscriptionsNotKept() {
+        var harness = Harness(MQTTSessionSettings(version: .v3_1_1), keepsSubscriptions: false)
+        harness.connected(connAck: connAckV3)
+        let filters = [MQTTSubscription(filter: "a", qos: .atLeastOnce), MQTTSubscription(filter: "b", qos: .atLeastOnce)]
+        #expect(harness.session.subscribe(filters, now: 1, into: &harness.output) == .sent(packetID: 1))
+        #expect(harness.sent() == [0x82, 0x0A, 0x00, 0x01, 0x00, 0x01, 0x61, 0x01, 0x00, 0x01, 0x62, 0x01])
+        #expect(harness.session.subscriptions.map(\.filter) == ["a", "b"])  // until the SUBACK
+        _ = harness.takeEvents()
+        harness.feed([0x90, 0x04, 0x00, 0x01, 0x80, 0x01], at: 2)  // SUBACK 1: "a" refused, "b" granted QoS 1
+        #expect(harness.takeEvents() == [
+            .subscriptionNotGranted(filter: "a", requested: .atLeastOnce, result: .unspecifiedError),
+            .subscribed(packetID: 1, results: [.unspecifiedError, .grantedQoS1]),
+        ])
+        #expect(harness.session.subscriptions.isEmpty)
+        #expect(harness.session.subscriptionGroups.capacity == 0)
+        harness.lose(at: 3)
+        harness.connect(at: 4)
+        _ = harness.sent()  // CONNECT
+        harness.feed([0x20, 0x02, 0x00, 0x00], at: 5)  // CONNACK, no session
+        #expect(harness.sent() == [])  // its owner subscribes again, not the session
+
+        // A SUBSCRIBE the connection lost before its SUBACK is forgotten too.
+        #expect(harness.session.subscribe(filters, now: 6, into: &harness.output) == .sent(packetID: 2))
+        harness.lose(at: 7)
+        #expect(harness.session.subscriptionGroups.capacity == 0)
+
+        // One that keeps them sends what was granted again.
+        var keeping = Harness(MQTTSessionSettings(version: .v3_1_1))
+        keeping.connected(connAck: connAckV3)
+        _ = keeping.session.subscribe(filters, now: 1, into: &keeping.output)
+        keeping.feed([0x90, 0x04, 0x00, 0x01, 0x80, 0x01], at: 2)
+        keeping.lose(at: 3)
+        keeping.connect(at: 4)
+        _ = keeping.sent()
+        keeping.feed([0x20, 0x02, 0x00, 0x00], at: 5)
+        #expect(keeping.sent() == [0x82, 0x06, 0x00, 0x02, 0x00, 0x01, 0x62, 0x01])
+    }
+
+    @Test("in-flight slot arrays are lent by a pool: taken by the first message in flight, given back by the last ack")
+    func windowStorageLent() {
+        let pool = MQTTWindowStoragePool(maximumFree: 1)
+        var first = Harness(MQTTSessionSettings(version: .v3_1_1), windowStorage: pool)
+        var second = Harness(MQTTSessionSettings(version: .v3_1_1), windowStorage: pool)
+        first.connected(connAck: connAckV3)
+        second.connected(connAck: connAckV3)
+        #expect(first.publish("t", [7], qos: .atLeastOnce, at: 1) == .sent(packetID: 1))
+        #expect(first.sent() == [0x32, 0x06, 0x00, 0x01, 0x74, 0x00, 0x01, 0x07])
+        #expect(first.session.outbound.slots.count == 1)
+        let firstStorage = first.session.outbound.slots.withUnsafeBufferPointer { $0.baseAddress }
+        #expect(second.publish("u", [8], qos: .atLeastOnce, at: 1) == .sent(packetID: 1))
+        #expect(pool.freeCount == 0)  // both made their own: nothing was idle
+        first.feed([0x40, 0x02, 0x00, 0x01], at: 2)  // PUBACK 1: the first window is empty, its array goes back
+        #expect(first.session.inFlightCount == 0)
+        #expect(first.session.outbound.slots.capacity == 0)
+        #expect(pool.freeCount == 1)
+        second.feed([0x40, 0x02, 0x00, 0x01], at: 2)  // the pool is full (1): this array is freed
+        #expect(second.session.outbound.slots.capacity == 0)
+        #expect(pool.freeCount == 1)
+        // The next message in flight takes the idle array (the first window's): the window works as before.
+        _ = second.sent()
+        #expect(second.publish("u", [9], qos: .atLeastOnce, at: 3) == .sent(packetID: 2))
+        #expect(second.sent() == [0x32, 0x06, 0x00, 0x01, 0x75, 0x00, 0x02, 0x09])
+        #expect(pool.freeCount == 0)
+        #expect(second.session.outbound.slots.count == 1)
+        #expect(second.session.outbound.slots.withUnsafeBufferPointer { $0.baseAddress } == firstStorage)
+        second.feed([0x40, 0x02, 0x00, 0x02], at: 4)
+        #expect(second.session.inFlightCount == 0 && pool.freeCount == 1)
+
+        // Without a pool the window keeps its array between messages.
+        var own = Harness(MQTTSessionSettings(version: .v3_1_1))
+        own.connected(connAck: connAckV3)
+        _ = own.publish("t", [7], qos: .atLeastOnce, at: 1)
+        own.feed([0x40, 0x02, 0x00, 0x01], at: 2)
+        #expect(own.session.inFlightCount == 0)
+        #expect(own.session.outbound.slots.capacity >= 1)
+    }
+
     @Test("a topic name keeps only its bytes; its name is made from them")
     func topicNameIsBytes() throws {
         let topic = try MQTTTopicName("vehicles/veh-000001/telemetry")
@@ -79,7 +157,8 @@ struct MQTTClientSessionMemoryTests {
 
     @Test("the session's size inline: what every idle vehicle carries before any storage")
     func sessionSize() {
-        // 192 before the small fields (state, the CONNACK timeout flag) were declared beside the others.
+        // 192 before the small fields (state, the CONNACK timeout flag) were declared beside the others; the
+        // `keepsSubscriptions` flag fits beside them.
         #expect(MemoryLayout<MQTTClientSession>.size == 176)
         #expect(MemoryLayout<MQTTSessionStatistics>.size == 88)
     }

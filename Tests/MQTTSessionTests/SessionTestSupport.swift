@@ -34,8 +34,10 @@ struct Harness {
     var output = MQTTByteBuffer(capacity: 64)
     var recorder = EventRecorder()
 
-    init(_ settings: MQTTSessionSettings, clientID: String = "c1", keepsStatistics: Bool = true) {
-        session = MQTTClientSession(settings: settings, clientID: clientID, keepsStatistics: keepsStatistics)
+    init(_ settings: MQTTSessionSettings, clientID: String = "c1", keepsStatistics: Bool = true,
+         keepsSubscriptions: Bool = true, windowStorage: MQTTWindowStoragePool? = nil) {
+        session = MQTTClientSession(settings: settings, clientID: clientID, keepsStatistics: keepsStatistics,
+                                    keepsSubscriptions: keepsSubscriptions, windowStorage: windowStorage)
         decoder = MQTTDecoder(version: settings.version, initialCapacity: 64)
     }
 
