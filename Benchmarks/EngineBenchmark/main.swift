@@ -18,7 +18,9 @@ import MQTTSession
 // "rabbitmq" a private RabbitMQ node (MQTT plugin, stock settings; qos0/qos1/qos2 only, QoS 2 runs as QoS 1 there).
 // ENGINE_BENCH_REPEAT=N runs the qos1/qos2 window sweeps N times and prints the median run per window.
 // Before each engine run a reference writer (ReferenceWriter for qos0, WindowedReferenceWriter for qos1/qos2 with
-// the same window) shows what the broker absorbs from a minimal client; ENGINE_BENCH_REFERENCE=0 skips it.
+// the same window) shows what the broker absorbs from a minimal client, and before the commands workload a minimal
+// receiver (CommandsReferenceReceiver: one thread, epoll, recv, a PUBACK send per command) shows what receiving the
+// same commands costs at the least (reference_cpu_percent_of_one_core); ENGINE_BENCH_REFERENCE=0 skips both.
 // ENGINE_BENCH_NETWORK=lte (any preset of a fleet's `network` key) puts every vehicle of the fleet workload on
 // that emulated link.
 
@@ -38,6 +40,14 @@ func cpuMicroseconds() -> Double {
     getrusage(RUSAGE_SELF.rawValue, &usage)
     return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+}
+
+/// User and system CPU of this process in µs, apart.
+func cpuSplitMicroseconds() -> (user: Double, system: Double) {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return (Double(usage.ru_utime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec),
+            Double(usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_stime.tv_usec))
 }
 
 func nowNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -226,6 +236,9 @@ struct ThroughputFigures {
     var qos2AckedAsQoS1: UInt64 = 0
     var seconds = 0.0
     var cpuMicroseconds = 0.0
+    /// The same CPU, user and system (the kernel's work on the tool's behalf: system calls and what runs in them).
+    var userMicroseconds = 0.0
+    var systemMicroseconds = 0.0
     /// The broker's CPU over the engine's run (connects and drain included), per message published.
     var brokerCPUPerMessage = 0.0
     var messagesPerSecond: Double { Double(received > 0 ? received : published) / seconds }
@@ -269,6 +282,7 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     applyKnobs(&configuration)
     guard let engine = try? Engine(configuration: configuration) else { return nil }
     let cpuBefore = cpuMicroseconds()
+    let splitBefore = cpuSplitMicroseconds()
     let brokerCPUBefore = processCPUMicroseconds(brokerPid)
     // Quiet: under 1 ms of CPU in 50 ms, for 1 s, means publishing and delivery are over.
     // RabbitMQ takes a burst of publishes in at once and delivers it to the subscriber seconds later while the
@@ -279,6 +293,9 @@ func engineThroughput(qos: MQTTQoS, window: UInt16, publishers: Int, messages: I
     let result = engine.run(duration: 60_000_000_000, shouldStop: { observer.poll() })
     var figures = ThroughputFigures()
     figures.cpuMicroseconds = cpuMicroseconds() - cpuBefore
+    let splitAfter = cpuSplitMicroseconds()
+    figures.userMicroseconds = splitAfter.user - splitBefore.user
+    figures.systemMicroseconds = splitAfter.system - splitBefore.system
     let brokerCPU = processCPUMicroseconds(brokerPid) - brokerCPUBefore
     let level = qos
     figures.published = result.counters.published[level]
@@ -316,6 +333,8 @@ func throughputLine(_ workload: String, _ extra: [String: Any], _ figures: Throu
     line["seconds"] = round3(figures.seconds)
     line["msgs_per_second"] = figures.messagesPerSecond.rounded()
     line["cpu_us_per_msg"] = round3(figures.cpuPerMessage)
+    line["cpu_user_us_per_msg"] = round3(figures.userMicroseconds / Double(max(figures.published, 1)))
+    line["cpu_system_us_per_msg"] = round3(figures.systemMicroseconds / Double(max(figures.published, 1)))
     // mosquitto runs one thread: 1e6 / broker_cpu_us_per_msg is the most messages per second it can take.
     line["broker_cpu_us_per_msg"] = round3(figures.brokerCPUPerMessage)
     line["lost"] = figures.lost
@@ -379,13 +398,22 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
     let repeats = max(1, Int(environment["ENGINE_BENCH_REPEAT"] ?? "") ?? 1)
     // ENGINE_BENCH_REFERENCE=0: no reference writer runs (`WindowedReferenceWriter`).
     let skipReference = environment["ENGINE_BENCH_REFERENCE"] == "0"
+    // ENGINE_BENCH_FLOOR=1: also the batched reference writer (`WindowedReferenceWriter.batched`), whose CPU per
+    // message is the floor of a client that batches its acks as the engine does.
+    let floor = environment["ENGINE_BENCH_FLOOR"] == "1"
     for publishers in publisherCounts {
         // Every publisher sends `messages` (one publisher at window 1 is slow: ~20,000 msg/s at QoS 1).
         let perPublisher = messages
         var runs: [UInt16: [ThroughputFigures]] = [:]
         var references: [UInt16: [WindowedReferenceWriter.Result]] = [:]
+        var floors: [UInt16: [WindowedReferenceWriter.Result]] = [:]
         for _ in 0..<repeats {
             for window in windows {
+                if floor, let result = WindowedReferenceWriter(
+                    port: broker.port, publishers: publishers, messagesPerPublisher: perPublisher, payloadSize: 64,
+                    qos: qos, window: Int(window), batched: true).run() {
+                    floors[window, default: []].append(result)
+                }
                 // The broker's rate from the cheapest client with the same window, right before the engine's run.
                 if !skipReference, let reference = WindowedReferenceWriter(
                     port: broker.port, publishers: publishers, messagesPerPublisher: perPublisher, payloadSize: 64,
@@ -427,12 +455,31 @@ func qosWindows(_ qos: MQTTQoS, messages: Int) {
                     line["reference_msgs_per_second"] = reference.messagesPerSecond.rounded()
                     line["reference_acked"] = reference.acknowledged
                     line["reference_cpu_us_per_msg"] = round3(reference.cpuPerMessage)
+                    line["reference_cpu_user_us_per_msg"] = round3(reference.userPerMessage)
+                    line["reference_cpu_system_us_per_msg"] = round3(reference.systemPerMessage)
+                    let acked = Double(max(reference.acknowledged, 1))
+                    line["reference_reads_per_msg"] = round3(Double(reference.reads) / acked)
+                    line["reference_writes_per_msg"] = round3(Double(reference.writes) / acked)
                     if repeats > 1 { line["reference_msgs_per_second_runs"] = all.map { Int($0.messagesPerSecond.rounded()) } }
                     line["engine_over_reference"] = round3(figures.messagesPerSecond / reference.messagesPerSecond)
                 } else {
                     line["reference_error"] = "reference writer could not connect"
                 }
                 line["target_engine_over_reference_min"] = 0.9
+            }
+            if let all = floors[window], !all.isEmpty {
+                // The median by CPU per message: the floor's rate is not the point (it stalls against Nagle).
+                let run = all.sorted { $0.cpuPerMessage < $1.cpuPerMessage }[all.count / 2]
+                let acked = Double(max(run.acknowledged, 1))
+                line["floor_acked"] = run.acknowledged
+                line["floor_msgs_per_second"] = run.messagesPerSecond.rounded()
+                line["floor_cpu_us_per_msg"] = round3(run.cpuPerMessage)
+                line["floor_cpu_user_us_per_msg"] = round3(run.userPerMessage)
+                line["floor_cpu_system_us_per_msg"] = round3(run.systemPerMessage)
+                line["floor_reads_per_msg"] = round3(Double(run.reads) / acked)
+                line["floor_writes_per_msg"] = round3(Double(run.writes) / acked)
+                line["floor_polls_per_msg"] = round3(Double(run.polls) / acked)
+                if repeats > 1 { line["floor_cpu_us_per_msg_runs"] = all.map { round3($0.cpuPerMessage) } }
             }
             if window > 1, let one = rates[1] {
                 line["rate_over_window_1"] = round3(figures.messagesPerSecond / one)

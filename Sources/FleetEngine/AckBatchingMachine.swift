@@ -8,6 +8,15 @@
 /// stalls in a row make the connection fall back to a mark of 1, re-armed after a back-off counted in window
 /// refills, on probation (`AckBatchingRetry`).
 ///
+/// A broker without Nagle's algorithm can hold acks back too: its TCP sends at most its congestion window of
+/// segments unacknowledged (each ack is a segment of its own), and a socket nobody reads acknowledges them only at
+/// its delayed-ACK timer. With BBR on loopback that window was 14-40 segments, below the 16 acks of half a window
+/// of 32, so such rounds stalled until a probe. When a stalled probe's look shows held acks after 2 acks or more
+/// had come, that count is taken as what the broker sends before it waits (`capAcks`): the mark and the refill
+/// wait for at most that many acks from then on, and the cap grows by one ack every `capGrowthRounds` rounds
+/// without a stall (the broker's window grows when it is used). Only a stall after fewer than 2 acks (Nagle's
+/// algorithm: one ack, then nothing until acknowledged) counts towards a fallback.
+///
 /// Pure: no sockets, no clock reads. Each event comes with the time it happened and what else the decision needs
 /// (the window's size and fill, whether the lane may raise the mark at all, the bytes queued on the socket); it
 /// returns what the lane must do, and the lane (`Lane+Connection`, `Lane+Session`) does it: set SO_RCVLOWAT, arm
@@ -22,8 +31,10 @@ struct AckBatchingMachine: Equatable {
     /// hold acks back. A broker with Nagle's algorithm on stalls every round (once its first ack is
     /// acknowledged the rest may reach the mark); a busy one on a loaded machine now and then.
     static let heldAcksStallLimit: UInt8 = 3
+    /// Rounds without a stall at a learned cap after which the cap grows by one ack.
+    static let capGrowthRounds: UInt8 = 64
 
-    // Laid out widest first: this is part of every `SimulatedClient` (22 bytes).
+    // Laid out widest first: this is part of every `SimulatedClient` (24 bytes).
 
     /// The socket's SO_RCVLOWAT as last set (1: every byte wakes the lane).
     private(set) var mark: Int32 = 1
@@ -35,6 +46,11 @@ struct AckBatchingMachine: Equatable {
     private(set) var rearmIn: UInt32 = 0
     /// Refill rounds in a row in which bytes were found waiting below the raised mark.
     private(set) var stalls: UInt8 = 0
+    /// The most acks the mark and the refill wait for: what the broker was seen sending before it waited for our
+    /// acknowledgement (0: no cap). Grows by one every `capGrowthRounds` clean rounds (`capRounds`), and goes
+    /// away once it reaches half the window.
+    private(set) var capAcks: UInt8 = 0
+    private(set) var capRounds: UInt8 = 0
     /// Rounds without a stall still needed after a re-arm before the back-off resets (0: not on probation).
     private(set) var probation: UInt8 = 0
     /// A message waits for the in-flight window.
@@ -46,9 +62,11 @@ struct AckBatchingMachine: Equatable {
     /// SO_RCVLOWAT could not be set on this socket: the batching is never tried again on this connection.
     private(set) var unsettable = false
 
-    /// How many more window slots must free up before a waiting client resumes publishing: half the window free.
-    static func slotsMissing(window: Int, inFlight: Int) -> Int {
-        max(1, window / 2) - (window - inFlight)
+    /// How many more window slots must free up before a waiting client resumes publishing: half the window free,
+    /// or `capAcks` (when not 0) if fewer.
+    static func slotsMissing(window: Int, inFlight: Int, capAcks: UInt8 = 0) -> Int {
+        let half = max(1, window / 2)
+        return (capAcks > 0 ? min(half, Int(capAcks)) : half) - (window - inFlight)
     }
 
     // MARK: The window
@@ -88,12 +106,20 @@ struct AckBatchingMachine: Equatable {
             rearmed = countDownToRearm(retry)
         } else {
             let (size, inFlight) = window()
-            if Self.slotsMissing(window: size, inFlight: inFlight) > 0 { return .keepWaiting }
+            if Self.slotsMissing(window: size, inFlight: inFlight, capAcks: capAcks) > 0 { return .keepWaiting }
             if !stalledThisRound {
                 stalls = 0
                 if probation > 0 {
                     probation -= 1
                     if probation == 0 { backoff = 0 }
+                }
+                if capAcks > 0 {
+                    capRounds &+= 1
+                    if capRounds >= Self.capGrowthRounds {
+                        capRounds = 0
+                        capAcks &+= 1
+                        if Int(capAcks) >= size / 2 { capAcks = 0 }
+                    }
                 }
             }
         }
@@ -126,7 +152,7 @@ struct AckBatchingMachine: Equatable {
         var wanted: Int32 = 1
         if awaitingWindow, !brokerHoldsAcks, eligible() {
             let (size, inFlight) = window()
-            let missing = min(Self.slotsMissing(window: size, inFlight: inFlight), inFlight)
+            let missing = min(Self.slotsMissing(window: size, inFlight: inFlight, capAcks: capAcks), inFlight)
             if missing >= 2 { wanted = Int32(4 * missing) }
         }
         return wanted == mark ? nil : wanted
@@ -163,6 +189,8 @@ struct AckBatchingMachine: Equatable {
     /// Carried from a stalled probe to `heldAcksLooked`: whether the connection was on probation with bytes waiting.
     struct PendingLook: Equatable {
         fileprivate let probation: Bool
+        /// The bytes that had come when the probe found the stall.
+        fileprivate let queued: Int32
     }
 
     enum Probe: Equatable {
@@ -182,9 +210,10 @@ struct AckBatchingMachine: Equatable {
     /// failed), asked only while the mark is raised. A stall is bytes waiting below the mark, unchanged since the
     /// last probe; on probation any bytes waiting (a broker with Nagle's algorithm on can trickle its acks in, each
     /// released by our acknowledgement of the last: slowly enough to keep the window waiting, but never unchanged
-    /// at two probes in a row). Where held acks cannot be looked for (reads through a receive ring, which lowering
-    /// the mark wakes to read later; FIONREAD failed; `retry.looksForHeldAcks` off) every stall counts as showing
-    /// them.
+    /// at two probes in a row). Where held acks cannot be looked for (FIONREAD failed; `retry.looksForHeldAcks`
+    /// off) every stall counts as showing them, and a socket read through a receive ring is left to the ring
+    /// (`read` false: lowering the mark wakes its receive). A ring's socket is looked at as any other: the lane
+    /// keeps the ring's receive asleep while it reads and looks itself (`Lane.probeLowWatermark`).
     mutating func probeFired(
         queued: @autoclosure () -> Int32, readsThroughRing: Bool, now: UInt64, retry: AckBatchingRetry
     ) -> Probe {
@@ -196,11 +225,11 @@ struct AckBatchingMachine: Equatable {
             return .again(at: now &+ Self.probeInterval)
         }
         mark = 1
-        if readsThroughRing || queued < 0 || !retry.looksForHeldAcks {
+        if queued < 0 || !retry.looksForHeldAcks {
             let fellBack = countStall(heldAcksShown: true, probation: onProbation || queued < 0, retry: retry)
             return .stalled(read: !readsThroughRing, fellBack: fellBack)
         }
-        return .lookForHeldAcks(PendingLook(probation: onProbation))
+        return .lookForHeldAcks(PendingLook(probation: onProbation, queued: queued))
     }
 
     enum Look: Equatable {
@@ -215,8 +244,15 @@ struct AckBatchingMachine: Equatable {
 
     /// After a stalled probe's read the lane acknowledged at once and looked at the receive queue again: bytes
     /// there (`shown`) are acks the broker held until that acknowledgement (on loopback they arrive before the
-    /// ioctl returns); none is a broker that was only slow.
+    /// ioctl returns); none is a broker that was only slow. Held acks after 2 acks or more (off probation) are the
+    /// broker's congestion window, not Nagle's algorithm: they set the cap, and the stall is not counted.
     mutating func heldAcksLooked(shown: Bool, _ look: PendingLook, retry: AckBatchingRetry) -> Look {
+        let came = look.queued / 4
+        if shown && !look.probation && came >= 2 && (capAcks == 0 || came < Int32(capAcks)) {
+            capAcks = UInt8(clamping: came)
+            capRounds = 0
+            return .readHeldAcks(fellBack: false)
+        }
         let fellBack = countStall(heldAcksShown: shown, probation: look.probation, retry: retry)
         if shown { return .readHeldAcks(fellBack: fellBack) }
         if brokerHoldsAcks { return .adjustMark(fellBack: fellBack) }

@@ -36,7 +36,7 @@ private struct LaneUnderTest {
 
     var machine = AckBatchingMachine()
     let retry: AckBatchingRetry
-    let window = 4
+    let window: Int
     var inFlight = 0
     var due: Int
     var published = 0
@@ -49,14 +49,22 @@ private struct LaneUnderTest {
     /// Ack bytes in the client's receive queue, and acks the broker holds until the client acknowledges.
     var queued: Int32 = 0
     var held = 0
+    /// A broker whose TCP sends at most this many ack segments unacknowledged (its congestion window; Nagle's
+    /// algorithm off), holding the rest until the client acknowledges; nil: no such limit.
+    var congestionWindow: Int?
+    var unacknowledged = 0
+    /// Acks the broker wrote so far (sent, held or read).
+    var produced = 0
     var dirty = false
     var readsThroughRing = false
     var markSettable = true
     var log: [Step] = []
 
-    init(messages: Int, retry: AckBatchingRetry) {
+    init(messages: Int, retry: AckBatchingRetry, window: Int = 4, congestionWindow: Int? = nil) {
         due = messages
         self.retry = retry
+        self.window = window
+        self.congestionWindow = congestionWindow
     }
 
     /// Takes the steps logged since the last call.
@@ -80,8 +88,15 @@ private struct LaneUnderTest {
     }
 
     mutating func acknowledged() {
-        queued += Int32(4 * held)
-        held = 0
+        guard let congestionWindow else {
+            queued += Int32(4 * held)
+            held = 0
+            return
+        }
+        let sent = min(held, congestionWindow)
+        queued += Int32(4 * sent)
+        held -= sent
+        unacknowledged = sent
     }
 
     mutating func publishDue() {
@@ -195,9 +210,15 @@ private struct LaneUnderTest {
     /// The broker writes `acks` PUBACKs; with `holdingAfterFirst`, Nagle's algorithm holds all but the first
     /// until the client acknowledges it.
     mutating func brokerAcks(_ acks: Int, holdingAfterFirst: Bool = false) {
+        produced += acks
         if holdingAfterFirst {
             queued += 4
             held += acks - 1
+        } else if let congestionWindow {
+            let sent = held > 0 ? 0 : max(0, min(acks, congestionWindow - unacknowledged))
+            queued += Int32(4 * sent)
+            unacknowledged += sent
+            held += acks - sent
         } else {
             queued += Int32(4 * acks)
         }
@@ -212,6 +233,20 @@ private struct LaneUnderTest {
             turn { $0.probe() }
         }
         now = max(now, time)
+    }
+
+    /// The broker acks every message in flight it has not acked yet, and the clock runs on to each probe while
+    /// nothing else moves, until every message is acked or `until`.
+    mutating func brokerAcksEverything(until: UInt64 = .max) {
+        while acked < published || due > 0 {
+            if published > produced {
+                brokerAcks(published - produced)
+            } else if let at = probeAt, at <= until {
+                advance(to: at)
+            } else {
+                return
+            }
+        }
     }
 
     /// An ack written alone, and the clock run until the lane has read it (at the second probe at the latest).
@@ -307,12 +342,26 @@ struct AckBatchingMachineTests {
         #expect(machine.heldAcksLooked(shown: false, pending, retry: retry) == .nothing)
         #expect(machine.stalls == 1 && machine.stalledThisRound && !machine.brokerHoldsAcks)
 
-        // Through a receive ring: counted as showing held acks, and the ring reads (the lane does not).
+        // Through a receive ring: looked at as any other socket (the lane reads beside the ring for the look).
         var ring = AckBatchingMachine()
         ring.windowFull()
         _ = ring.markApplied(8, accepted: true, now: 0)
         _ = ring.probeFired(queued: 4, readsThroughRing: true, now: 5 * ms, retry: retry)
-        #expect(ring.probeFired(queued: 4, readsThroughRing: true, now: 10 * ms, retry: retry)
+        let ringStall = ring.probeFired(queued: 4, readsThroughRing: true, now: 10 * ms, retry: retry)
+        guard case .lookForHeldAcks(let ringPending) = ringStall else {
+            Issue.record("no look for held acks through a ring: \(ringStall)")
+            return
+        }
+        #expect(ring.mark == 1)
+        #expect(ring.heldAcksLooked(shown: false, ringPending, retry: retry) == .nothing)
+        #expect(ring.stalls == 1 && !ring.brokerHoldsAcks)
+        // Without looking (looksForHeldAcks off) a ring's stall counts as showing held acks; the ring reads.
+        var unlooked = AckBatchingMachine()
+        unlooked.windowFull()
+        _ = unlooked.markApplied(8, accepted: true, now: 0)
+        let noLook = AckBatchingRetry(looksForHeldAcks: false)
+        _ = unlooked.probeFired(queued: 4, readsThroughRing: true, now: 5 * ms, retry: noLook)
+        #expect(unlooked.probeFired(queued: 4, readsThroughRing: true, now: 10 * ms, retry: noLook)
             == .stalled(read: false, fellBack: false))
 
         // FIONREAD failed: a stall on probation (falls back at once), read by the lane.
@@ -452,9 +501,106 @@ struct AckBatchingMachineTests {
         #expect(lane.published == 10)
     }
 
-    @Test("the machine is 22 bytes of every SimulatedClient; a new connection's starts at mark 1, nothing probed")
+    @Test("a broker whose congestion window (10 segments) holds acks below the mark of 16: one stall sets the cap at 10 acks, no fallback, later rounds refill 10 at a mark of 40")
+    func congestionWindowSetsCap() {
+        var lane = LaneUnderTest(messages: 32 + 10 * 20, retry: AckBatchingRetry(), window: 32, congestionWindow: 10)
+        lane.start()
+        #expect(lane.steps() == [.publish(32), .setMark(64), .armProbe(at: 5 * ms)])
+        lane.brokerAcks(32)  // 10 sent (40 bytes, below the mark), 22 held for the client's acknowledgement
+        #expect(lane.queued == 40 && lane.held == 22 && lane.steps() == [])
+        lane.advance(to: 10 * ms)
+        #expect(lane.steps() == [
+            // The stalled probe reads the 10 acks that came (6 more to half free: mark 24), acknowledges at once,
+            // and the 10 acks the broker held then show: the cap is 10, and they are read with 10 more.
+            .armProbe(at: 10 * ms), .setMark(1), .read(acks: 10), .setMark(24), .armProbe(at: 15 * ms),
+            .armProbe(at: 15 * ms), .quickAck, .read(acks: 20), .publish(11), .publish(10), .armProbe(at: 15 * ms),
+            // The PUBLISHes carry the acknowledgement: the last 2 held acks come, and refill 10 again.
+            .setMark(1), .cancelProbe, .read(acks: 2), .publish(10), .setMark(36), .armProbe(at: 15 * ms),
+        ])
+        #expect(lane.machine.capAcks == 10 && lane.machine.stalls == 0 && lane.fallbacks == 0)
+        lane.brokerAcksEverything()
+        let rest = lane.steps()
+        // Every round: the broker's 10 acks reach the mark of 36 (9 missing after the last refill, below the cap),
+        // one read, one refill of 10 carrying the acknowledgement; no probe fires. The last 30 acks come with
+        // nothing left to publish (mark 1), read as the broker's window lets them out.
+        let round: [LaneUnderTest.Step] = [.read(acks: 10), .publish(10), .armProbe(at: 15 * ms)]
+        #expect(rest == Array(Array(repeating: round, count: 16).joined()) + [
+            .read(acks: 10), .publish(9), .setMark(1), .cancelProbe, .read(acks: 10), .read(acks: 1), .read(acks: 10),
+            .read(acks: 9),
+        ])
+        #expect(lane.acked == 232 && lane.published == 232 && lane.fallbacks == 0 && lane.rearms == 0)
+        #expect(lane.now == 10 * ms)  // no probe found another stall
+        #expect(lane.machine.capAcks == 10 && lane.machine.capRounds == 3 + 16 + 1)
+    }
+
+    @Test("the cap grows by one ack every 64 rounds without a stall, and goes away at half the window")
+    func capGrows() {
+        var machine = AckBatchingMachine()
+        machine.windowFull()
+        _ = machine.markApplied(64, accepted: true, now: 0)
+        _ = machine.probeFired(queued: 40, readsThroughRing: false, now: 5 * ms, retry: AckBatchingRetry())
+        guard case .lookForHeldAcks(let pending) = machine.probeFired(
+            queued: 40, readsThroughRing: false, now: 10 * ms, retry: AckBatchingRetry()) else {
+            Issue.record("no look for held acks")
+            return
+        }
+        #expect(machine.heldAcksLooked(shown: true, pending, retry: AckBatchingRetry()) == .readHeldAcks(fellBack: false))
+        #expect(machine.capAcks == 10 && machine.stalls == 0 && !machine.stalledThisRound)
+        #expect(machine.wantedMark(eligible: true, window: (32, 32)) == 40)  // 10 acks, not 16
+        #expect(machine.wantedMark(eligible: true, window: (32, 26)) == 16)  // 6 free: 4 more to the cap
+        #expect(machine.windowOpened(window: (32, 23), retry: AckBatchingRetry()) == .keepWaiting)  // 9 free
+        #expect(machine.windowOpened(window: (32, 22), retry: AckBatchingRetry()) == .resume(rearmed: false))
+        #expect(machine.capRounds == 1)
+        var caps: [UInt8] = []
+        for _ in 2...(64 * 6) {
+            machine.windowFull()
+            let free = Int(machine.capAcks == 0 ? 16 : machine.capAcks)
+            #expect(machine.windowOpened(window: (32, 32 - free), retry: AckBatchingRetry()) == .resume(rearmed: false))
+            caps.append(machine.capAcks)
+        }
+        // caps[i] is the cap after round i + 2: 10 for rounds 1-63, 11 from round 64, ..., 15 from round 320; at
+        // round 384 it would be 16, half the window: no cap.
+        #expect(caps[61] == 10 && caps[62] == 11 && caps[126] == 12 && caps[318] == 15 && caps[381] == 15)
+        #expect(caps[382] == 0 && machine.capRounds == 0)
+        #expect(machine.wantedMark(eligible: true, window: (32, 32)) == 64)
+    }
+
+    @Test("held acks after fewer than 2 acks (Nagle), on probation, or none shown: no cap, the stall counts")
+    func capOnlyForCongestionWindow() {
+        func stalled(queued: Int32, probation: Bool) -> (AckBatchingMachine, AckBatchingMachine.PendingLook)? {
+            var machine = AckBatchingMachine()
+            let retry = AckBatchingRetry(first: 1, probationRounds: 4)
+            if probation {
+                // A fallback (FIONREAD failed) and its re-arm one refill later: on probation.
+                machine.windowFull()
+                _ = machine.markApplied(64, accepted: true, now: 0)
+                _ = machine.probeFired(queued: -1, readsThroughRing: false, now: 5 * ms, retry: retry)
+                guard machine.windowOpened(window: (32, 31), retry: retry) == .resume(rearmed: true) else { return nil }
+            }
+            machine.windowFull()
+            _ = machine.markApplied(64, accepted: true, now: 20 * ms)
+            if !probation { _ = machine.probeFired(queued: queued, readsThroughRing: false, now: 25 * ms, retry: retry) }
+            guard case .lookForHeldAcks(let pending) = machine.probeFired(
+                queued: queued, readsThroughRing: false, now: 30 * ms, retry: retry) else { return nil }
+            return (machine, pending)
+        }
+        let retry = AckBatchingRetry(first: 1, probationRounds: 4)
+        guard var nagle = stalled(queued: 4, probation: false), var quiet = stalled(queued: 40, probation: false),
+              var probation = stalled(queued: 40, probation: true) else {
+            Issue.record("no stall")
+            return
+        }
+        #expect(nagle.0.heldAcksLooked(shown: true, nagle.1, retry: retry) == .readHeldAcks(fellBack: false))
+        #expect(nagle.0.capAcks == 0 && nagle.0.stalls == 1 && nagle.0.stalledThisRound)
+        #expect(quiet.0.heldAcksLooked(shown: false, quiet.1, retry: retry) == .nothing)
+        #expect(quiet.0.capAcks == 0 && quiet.0.stalls == 1)
+        #expect(probation.0.heldAcksLooked(shown: true, probation.1, retry: retry) == .readHeldAcks(fellBack: true))
+        #expect(probation.0.capAcks == 0 && probation.0.brokerHoldsAcks && probation.0.backoff == 2)
+    }
+
+    @Test("the machine is 24 bytes of every SimulatedClient; a new connection's starts at mark 1, nothing probed")
     func layout() {
-        #expect(MemoryLayout<AckBatchingMachine>.size == 22)
+        #expect(MemoryLayout<AckBatchingMachine>.size == 24)
         let fresh = AckBatchingMachine()
         #expect(fresh.mark == 1 && fresh.lastProbe == -1 && !fresh.awaitingWindow && !fresh.brokerHoldsAcks)
         #expect(fresh.backoff == 0 && fresh.rearmIn == 0 && fresh.probation == 0 && fresh.stalls == 0)
