@@ -27,6 +27,8 @@ final class CommandBackendFigures: @unchecked Sendable {
     /// Commands the vehicles received so far (the engine's last snapshot).
     let receivedSoFar = Atomic<UInt64>(0)
     let started = Atomic<Bool>(false)
+    /// The publishing window ended (`sent` and the CPU figures are set; the backend still collects its last acks).
+    let publishingEnded = Atomic<Bool>(false)
 }
 
 func threadCPUMicroseconds() -> Double {
@@ -99,6 +101,7 @@ func runCommandBackend(fd: Int32, vehicles: Int, rate: Int, seconds: Int, runID:
     figures.threadCPU = threadCPUMicroseconds() - threadStart
     figures.brokerCPU = processCPUMicroseconds(brokerPid) - brokerStart
     figures.sent = sent
+    figures.publishingEnded.store(true, ordering: .releasing)
     // The last acks: up to 2 s.
     var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
     _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -121,6 +124,15 @@ func commands(vehicles: Int, seconds: Int) {
                                             readyTimeout: 60_000_000_000, drainTimeout: 1_000_000_000)
     configuration.runID = runID
     applyKnobs(&configuration)
+    // The floor first (ENGINE_BENCH_REFERENCE=0 skips it): the cheapest receiver of the same commands on the same
+    // broker, its sockets closed before the engine connects.
+    var reference: CommandsReferenceFigures?
+    if ProcessInfo.processInfo.environment["ENGINE_BENCH_REFERENCE"] != "0" {
+        reference = CommandsReferenceReceiver.run(port: broker.port, vehicles: vehicles, seconds: seconds,
+                                                  runID: runID, brokerPid: broker.pid)
+        // The broker's work on the 15,000 closed connections is over before the engine's connects start.
+        sleep(2)
+    }
     guard let backend = ReferenceWriter.connect(port: broker.port, clientID: "backend") else {
         print(json(["workload": "commands", "error": "backend could not connect"])); return
     }
@@ -181,5 +193,16 @@ func commands(vehicles: Int, seconds: Int) {
     line["receive_path"] = result.receivePath.rawValue
     if let why = result.receiveRingUnavailable { line["receive_ring_unavailable"] = why }
     if let error = figures.error { line["backend_error"] = error }
+    if let reference {
+        // The reference receiver's own thread over the backend's window (its process holds nothing else that works).
+        let referenceShare = reference.threadCPU / 1e6 / max(reference.wallSeconds, 1e-9) * 100
+        line["reference_cpu_percent_of_one_core"] = round3(referenceShare)
+        line["reference_cpu_us_per_msg"] = round3(reference.threadCPU / Double(max(reference.received, 1)))
+        line["reference_received"] = reference.received
+        line["reference_pubacks_sent"] = reference.pubacksSent
+        line["reference_epoll_waits"] = reference.epollWaits
+        line["engine_to_reference_cpu_ratio"] = referenceShare > 0 ? round3(share / referenceShare) : 0
+        if let error = reference.error { line["reference_error"] = error }
+    }
     print(json(line))
 }

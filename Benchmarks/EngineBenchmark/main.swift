@@ -18,7 +18,9 @@ import MQTTSession
 // "rabbitmq" a private RabbitMQ node (MQTT plugin, stock settings; qos0/qos1/qos2 only, QoS 2 runs as QoS 1 there).
 // ENGINE_BENCH_REPEAT=N runs the qos1/qos2 window sweeps N times and prints the median run per window.
 // Before each engine run a reference writer (ReferenceWriter for qos0, WindowedReferenceWriter for qos1/qos2 with
-// the same window) shows what the broker absorbs from a minimal client; ENGINE_BENCH_REFERENCE=0 skips it.
+// the same window) shows what the broker absorbs from a minimal client, and before the commands workload a minimal
+// receiver (CommandsReferenceReceiver: one thread, epoll, recv, a PUBACK send per command) shows what receiving the
+// same commands costs at the least (reference_cpu_percent_of_one_core); ENGINE_BENCH_REFERENCE=0 skips both.
 // ENGINE_BENCH_NETWORK=lte (any preset of a fleet's `network` key) puts every vehicle of the fleet workload on
 // that emulated link.
 

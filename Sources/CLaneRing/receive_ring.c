@@ -128,6 +128,13 @@ int fb_rx_wait(fb_rx *ring, int wait) {
     return result < 0 ? result : 0;
 }
 
+int fb_rx_flush(fb_rx *ring) {
+    if (!may_enter(ring)) return io_uring_sq_ready(&ring->uring) > 0 ? 1 : 0;
+    int result;
+    do { result = io_uring_submit_and_get_events(&ring->uring); } while (result == -EINTR);
+    return result < 0 ? result : 0;
+}
+
 int fb_rx_block(fb_rx *ring) {
     if (io_uring_cq_ready(&ring->uring) > 0) return 0;
     struct io_uring_cqe *entry;

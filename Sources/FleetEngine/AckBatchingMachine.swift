@@ -210,9 +210,10 @@ struct AckBatchingMachine: Equatable {
     /// failed), asked only while the mark is raised. A stall is bytes waiting below the mark, unchanged since the
     /// last probe; on probation any bytes waiting (a broker with Nagle's algorithm on can trickle its acks in, each
     /// released by our acknowledgement of the last: slowly enough to keep the window waiting, but never unchanged
-    /// at two probes in a row). Where held acks cannot be looked for (reads through a receive ring, which lowering
-    /// the mark wakes to read later; FIONREAD failed; `retry.looksForHeldAcks` off) every stall counts as showing
-    /// them.
+    /// at two probes in a row). Where held acks cannot be looked for (FIONREAD failed; `retry.looksForHeldAcks`
+    /// off) every stall counts as showing them, and a socket read through a receive ring is left to the ring
+    /// (`read` false: lowering the mark wakes its receive). A ring's socket is looked at as any other: the lane
+    /// keeps the ring's receive asleep while it reads and looks itself (`Lane.probeLowWatermark`).
     mutating func probeFired(
         queued: @autoclosure () -> Int32, readsThroughRing: Bool, now: UInt64, retry: AckBatchingRetry
     ) -> Probe {
@@ -224,7 +225,7 @@ struct AckBatchingMachine: Equatable {
             return .again(at: now &+ Self.probeInterval)
         }
         mark = 1
-        if readsThroughRing || queued < 0 || !retry.looksForHeldAcks {
+        if queued < 0 || !retry.looksForHeldAcks {
             let fellBack = countStall(heldAcksShown: true, probation: onProbation || queued < 0, retry: retry)
             return .stalled(read: !readsThroughRing, fellBack: fellBack)
         }

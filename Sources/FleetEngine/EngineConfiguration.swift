@@ -282,11 +282,9 @@ public struct EngineConfiguration: Sendable {
     public var ringReceives = ReceivePath.environmentDefault ?? false
     /// With ring receives: the ring is set up with deferred task work (DEFER_TASKRUN and SINGLE_ISSUER, Linux 6.1 and
     /// later), owned by the lane's driver thread, so a batch of receives wakes it once instead of once per receive
-    /// (docs/performance.md, "io_uring receives with deferred task work"). Off by default: with it, a reconnect
-    /// after a reset and the end of a run through a fault proxy did not always complete in the engine tests
-    /// (EngineProxyFaultTests, EngineBackpressureTests under parallel load), cause not found yet.
-    /// FLEETBENCH_RING_DEFER=1 or 0 sets the default.
-    public var ringDeferredTaskRun = ReceivePath.deferredEnvironmentDefault ?? false
+    /// (docs/performance.md, "io_uring receives with deferred task work"). On by default; a kernel without it, or
+    /// false, sets the ring up with COOP_TASKRUN instead. FLEETBENCH_RING_DEFER=1 or 0 sets the default.
+    public var ringDeferredTaskRun = ReceivePath.deferredEnvironmentDefault ?? true
     /// Tests: every emulated link keeps a list of its cuts (`NetworkLink.events`), to compare runs per client.
     var recordsNetworkEvents = false
     /// With ring receives: after a turn that received, the lane's next wait, once a completion is ready, waits up

@@ -278,7 +278,10 @@ extension Lane {
             window: windowState(client))
         guard let mark = wanted else { return }
         var accepted = true
-        do { try socket.setReceiveLowWatermark(mark) } catch { accepted = false }
+        // While the lane looks for held acks beside a receive ring, the socket's mark is set at the look's end.
+        if receiveRing?.quietClient != client {
+            do { try socket.setReceiveLowWatermark(mark) } catch { accepted = false }
+        }
         switch clients[client].ackBatching.markApplied(mark, accepted: accepted, now: now) {
         case .arm(let deadline): wheel.schedule(client: client, kind: TimerKind.lowWatermarkProbe, deadline: deadline)
         case .cancel: wheel.cancel(client: client, kind: TimerKind.lowWatermarkProbe)
@@ -305,6 +308,8 @@ extension Lane {
             try? socket.setReceiveLowWatermark(1)
             if fellBack { countAckBatchingFallback(client) }
             if read { readAvailable(client) }
+        case .lookForHeldAcks(let pending) where readsThroughRing(client):
+            lookForHeldAcksBesideRing(client, socket, pending, retry: retry)
         case .lookForHeldAcks(let pending):
             // Below the mark: the read must not wait for it (the read sets the next mark).
             try? socket.setReceiveLowWatermark(1)
@@ -324,6 +329,51 @@ extension Lane {
                 break
             }
         }
+    }
+
+    /// A mark no burst of acks reaches (a window's acks are 4 bytes each), small enough that the kernel does not
+    /// grow the socket's receive buffer for it: it keeps a ring's receive asleep while the lane looks itself.
+    static let ringQuietMark: Int32 = 16_384
+
+    /// `probeLowWatermark`'s look for held acks on a socket a receive ring reads. The acknowledgement goes out only
+    /// once the receive queue is empty (the kernel's `tcp_cleanup_rbuf`), so the bytes must be read first; the
+    /// lane reads them itself, with recv(2), while a mark nothing reaches keeps the ring's receive from waking (its
+    /// multishot receive takes bytes only when the socket signals them), looks, then sets the mark its
+    /// `AckBatchingMachine` holds: from then on the ring reads again (a mark of 1 with bytes queued wakes it at
+    /// once). Completions already in the ring's queue may hold this socket's earlier bytes: then the ring reads,
+    /// and the stall counts as showing held acks (as no look can be made).
+    private func lookForHeldAcksBesideRing(
+        _ client: Int, _ socket: TCPSocket, _ pending: AckBatchingMachine.PendingLook, retry: AckBatchingRetry
+    ) {
+        try? socket.setReceiveLowWatermark(Self.ringQuietMark)
+        if let receiving = receiveRing, receiving.ring.readyCount > 0 {
+            try? socket.setReceiveLowWatermark(1)
+            switch clients[client].ackBatching.heldAcksLooked(shown: true, pending, retry: retry) {
+            case .readHeldAcks(let fellBack), .adjustMark(let fellBack):
+                if fellBack { countAckBatchingFallback(client) }
+            case .nothing:
+                break
+            }
+            return
+        }
+        receiveRing?.quietClient = client
+        defer { receiveRing?.quietClient = -1 }
+        readAvailable(client)  // its `afterRead` may raise the machine's mark again: set below
+        guard let socket = clients[client].socket else { return }
+        try? socket.acknowledgeNow()
+        let shown = ((try? socket.queuedBytes()) ?? 0) > 0
+        switch clients[client].ackBatching.heldAcksLooked(shown: shown, pending, retry: retry) {
+        case .readHeldAcks(let fellBack):
+            if fellBack { countAckBatchingFallback(client) }
+            readAvailable(client)
+        case .adjustMark(let fellBack):
+            if fellBack { countAckBatchingFallback(client) }
+            if !clients[client].isDirty { adjustLowWatermark(client) }
+        case .nothing:
+            break
+        }
+        guard let socket = clients[client].socket else { return }
+        try? socket.setReceiveLowWatermark(clients[client].ackBatching.mark)
     }
 
     func countAckBatchingFallback(_ client: Int) {

@@ -60,6 +60,9 @@ final class LaneReceiveRing {
     /// Receive completions that carried bytes, and those bytes (tests compare them with what the clients read).
     var receiveCompletions = 0
     var receivedBytes: UInt64 = 0
+    /// The client whose socket the lane reads itself while it looks for held acks (`Lane.lookForHeldAcksBesideRing`):
+    /// its mark stays one no ack reaches until the look ends (-1: none).
+    var quietClient = -1
 
     init(ring: ReceiveRing, clients: Int) {
         self.ring = ring
@@ -246,11 +249,13 @@ extension Lane {
         defer {
             // Cancels the engine's stop prepared go in before the thread (and its requests) ends.
             _ = queue.sync { receiving.ring.submitOrLeave() }
+            if receiving.ring.isDeferred && driver.shutdown.load(ordering: .acquiring) { finishDeferredRing(receiving) }
         }
         let batchWait = Int(configuration.receiveBatchWait / 1000)
         var pauseUntil: UInt64 = 0
         var busy = true  // the first turn arms the poll and looks at epoll
         while !driver.shutdown.load(ordering: .acquiring) {
+            var waited = false
             if pauseUntil != 0 {
                 // The pause in the ring's own wait, ended early only by a full batch: a deferred ring copies the
                 // receives that come meanwhile when the wait ends, without waking this thread for each (a sleep
@@ -258,6 +263,7 @@ extension Lane {
                 receiving.ring.wait(batch: Self.pauseBatch, until: pauseUntil)
                 pauseUntil = 0
                 busy = true
+                waited = true
             }
             if !busy {
                 // While bytes are coming in, the wait gathers the receives of `receiveBatchWait` into one turn.
@@ -273,6 +279,12 @@ extension Lane {
                     error = receiving.ring.block()
                 }
                 if let error, error.errno != EINTR { break }
+            } else if !waited && receiving.ring.isDeferred {
+                // Turn after turn without a wait (epoll keeps reporting events: a reset socket the ring reads shows
+                // EPOLLERR | EPOLLHUP until its receive's completion ends it): a deferred ring posts completions
+                // only when this thread enters the kernel for it, so it does so now, without waiting. Without this
+                // the lane spun on the reset sockets' events while their completions never came.
+                receiving.ring.flush()
             }
             if driver.shutdown.load(ordering: .acquiring) { break }
             let outcome: (busy: Bool, pauseUntil: UInt64) = queue.sync {
@@ -282,6 +294,20 @@ extension Lane {
             }
             busy = outcome.busy
             pauseUntil = outcome.pauseUntil
+        }
+    }
+
+    /// The driver's last work on a deferred ring: the receives the engine's stop cancelled end (their completions
+    /// posted, the kernel's hold on their sockets released, so the connections really close) only in task work this
+    /// thread runs, which it does until a pass brings nothing more. Without this the sockets stayed open until the
+    /// ring itself was closed, after the lane was released: a peer waiting for their end waited in vain.
+    func finishDeferredRing(_ receiving: LaneReceiveRing) {
+        var quietPasses = 0
+        while quietPasses < 2 {
+            receiving.ring.flush()
+            // Every client is closed by now: each completion is a closed connection's (tokens no longer match).
+            let handled = queue.sync { receiving.ring.drain { _ in } }
+            quietPasses = handled == 0 ? quietPasses + 1 : 0
         }
     }
 

@@ -123,6 +123,15 @@ public final class ReceiveRing {
         return result < 0 ? SystemError(call: "io_uring_enter", errno: -result) : nil
     }
 
+    /// Submits what is prepared and runs the task work waiting for this thread without waiting for any: a deferred
+    /// ring posts its completions (and copies its receives) only when its owner enters the kernel for it, so an
+    /// owner that runs turn after turn without waiting calls this between them. True when this thread may not
+    /// (a deferred ring's non-owner) and requests wait for the owner.
+    @discardableResult
+    public func flush() -> Bool {
+        fb_rx_flush(ring) == 1
+    }
+
     /// Submits what is prepared (`wait(block: false)`); true when this thread may not (a deferred ring's non-owner)
     /// and requests wait for the owner.
     public func submitOrLeave() -> Bool {

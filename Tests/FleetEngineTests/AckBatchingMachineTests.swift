@@ -342,12 +342,26 @@ struct AckBatchingMachineTests {
         #expect(machine.heldAcksLooked(shown: false, pending, retry: retry) == .nothing)
         #expect(machine.stalls == 1 && machine.stalledThisRound && !machine.brokerHoldsAcks)
 
-        // Through a receive ring: counted as showing held acks, and the ring reads (the lane does not).
+        // Through a receive ring: looked at as any other socket (the lane reads beside the ring for the look).
         var ring = AckBatchingMachine()
         ring.windowFull()
         _ = ring.markApplied(8, accepted: true, now: 0)
         _ = ring.probeFired(queued: 4, readsThroughRing: true, now: 5 * ms, retry: retry)
-        #expect(ring.probeFired(queued: 4, readsThroughRing: true, now: 10 * ms, retry: retry)
+        let ringStall = ring.probeFired(queued: 4, readsThroughRing: true, now: 10 * ms, retry: retry)
+        guard case .lookForHeldAcks(let ringPending) = ringStall else {
+            Issue.record("no look for held acks through a ring: \(ringStall)")
+            return
+        }
+        #expect(ring.mark == 1)
+        #expect(ring.heldAcksLooked(shown: false, ringPending, retry: retry) == .nothing)
+        #expect(ring.stalls == 1 && !ring.brokerHoldsAcks)
+        // Without looking (looksForHeldAcks off) a ring's stall counts as showing held acks; the ring reads.
+        var unlooked = AckBatchingMachine()
+        unlooked.windowFull()
+        _ = unlooked.markApplied(8, accepted: true, now: 0)
+        let noLook = AckBatchingRetry(looksForHeldAcks: false)
+        _ = unlooked.probeFired(queued: 4, readsThroughRing: true, now: 5 * ms, retry: noLook)
+        #expect(unlooked.probeFired(queued: 4, readsThroughRing: true, now: 10 * ms, retry: noLook)
             == .stalled(read: false, fellBack: false))
 
         // FIONREAD failed: a stall on probation (falls back at once), read by the lane.

@@ -162,4 +162,66 @@ struct EngineReceiveRingTests {
             #expect(completions > 7)
         }
     }
+
+    /// The end of a run closes every connection the ring reads, seen by the peer while the engine is still held:
+    /// a receive keeps its socket open in the kernel until the receive ends, and on a deferred ring the cancels of
+    /// the engine's stop end the receives only in task work the lane's thread runs. Before that thread ran it on
+    /// its way out, the peer waited its 10 s for an end that came only when the lane was released.
+    @Test("the end of a run closes the ring's connections at the peer at once, deferred task work or not",
+          .enabled(if: ringAvailable), arguments: [false, true])
+    func runEndClosesRingConnections(deferred: Bool) throws {
+        let peer = try StallingPeer(connections: 4)
+        peer.release()
+        let fleet = EngineFleet(name: "idle", count: 4, clientID: { "end-\($0)" },
+                                session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30))
+        var configuration = EngineConfiguration(
+            fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: peer.port)], lanes: 1,
+            drainTimeout: 500_000_000)
+        configuration.ringReceives = true
+        configuration.ringDeferredTaskRun = deferred
+        let engine = try Engine(configuration: configuration)
+        #expect(engine.lanes.allSatisfy { $0.receiveRing?.ring.isDeferred == deferred })
+        let result = engine.run(duration: 300_000_000)
+        let outcome = try #require(peer.outcome())
+        #expect(outcome.problems == [])
+        #expect(outcome.disconnects == 4)
+        #expect(result.counters.disconnects == [.clientInitiated: 4])
+        #expect(result.receivePath == .ioUring)
+        withExtendedLifetime(engine) {}
+    }
+
+    /// Resets of connections the ring reads, all at once on one lane: each reset socket shows EPOLLERR | EPOLLHUP in
+    /// the lane's epoll set until its receive's completion ends it. A deferred ring posts that completion only when
+    /// the lane's thread enters the kernel for it; a thread that ran turn after turn on those epoll events never did,
+    /// and the resets that came while it was busy were seen only at the end of the run (3-4 of 5 cars reconnected).
+    @Test("connections the ring reads, reset together: every reset seen at once and every car reconnects, deferred task work or not",
+          .enabled(if: ringAvailable), arguments: [false, true])
+    func resetsSeenThroughRing(deferred: Bool) throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let proxy = try FaultProxy(upstreamPort: broker.port)
+        defer { proxy.stop() }
+        let cars = EngineFleet(
+            name: "cars", count: 20, clientID: { "ring-rst-\($0)" },
+            session: MQTTSessionSettings(version: .v3_1_1, keepAliveSeconds: 30),
+            reconnect: .immediateThenInterval(retries: 5, interval: 4_000_000_000))
+        var configuration = EngineConfiguration(
+            fleets: [cars], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: proxy.port)], lanes: 1,
+            seed: 3, readyTimeout: 5_000_000_000, drainTimeout: 1_000_000_000)
+        configuration.ringReceives = true
+        configuration.ringDeferredTaskRun = deferred
+        let engine = try Engine(configuration: configuration)
+        #expect(engine.lanes.allSatisfy { $0.receiveRing?.ring.isDeferred == deferred })
+        let resets = SharedCount()
+        let result = EngineProxyFaultTests.run(engine, duration: 1_500_000_000) {
+            resets.set(proxy.reset { id in Int(id.dropFirst("ring-rst-".count)).map { $0 % 2 == 0 } == true })
+        }
+        #expect(resets.value == 10)
+        #expect(result.counters.disconnects == [.socketError(errno: ECONNRESET): 10, .clientInitiated: 20],
+                "\(result.counters.disconnects)")
+        #expect(result.counters.reconnects == 10)
+        #expect(result.counters.connectsSucceeded == 30)
+        #expect(proxy.accepted == 30)
+        #expect(result.receivePath == .ioUring)
+    }
 }

@@ -32,7 +32,7 @@ final class WindowRefillHarness: @unchecked Sendable {
     init(qos: MQTTQoS, behaviour: @escaping FakeBroker.Behaviour, ackTimeout: UInt64 = 60_000_000_000,
          policy: MQTTAckTimeoutPolicy = .close, plan: PublishPlan = .rate(perSecond: 10_000),
          subscribes: Bool = false, messages: Int = WindowRefillHarness.messages,
-         retry: AckBatchingRetry = WindowRefillHarness.everyStallCounts) throws {
+         retry: AckBatchingRetry = WindowRefillHarness.everyStallCounts, ringReceives: Bool? = nil) throws {
         self.qos = qos
         broker = try FakeBroker(behaviour: behaviour)
         // Keepalive off: no PINGREQ among the packets the tests count.
@@ -50,6 +50,7 @@ final class WindowRefillHarness: @unchecked Sendable {
             fleets: [fleet], brokers: [try SocketAddress(ipAddress: "127.0.0.1", port: broker.port)],
             lanes: 1, readyTimeout: 5_000_000_000, drainTimeout: 2_000_000_000)
         configuration.ackBatchingRetry = retry
+        if let ringReceives { configuration.ringReceives = ringReceives }
         engine = try Engine(configuration: configuration)
     }
 
@@ -464,9 +465,13 @@ struct EngineAckBatchingRetryTests {
 struct EngineHeldAckTests {
     /// Acks released one write at a time and nothing held: each odd ack is read at a probe (6 stalled rounds in
     /// a row, fewer than the 8 needed without held acks shown), and the window refills in halves to the end.
-    @Test("a broker that is only slow: 12 acks one at a time, 0 fallbacks, 2 PUBLISH at every 2nd ack")
-    func slowBrokerKeepsBatching() throws {
-        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, retry: AckBatchingRetry())
+    /// Both read paths: through a receive ring the lane reads the stalled bytes itself, beside the ring, to look.
+    @Test("a broker that is only slow: 12 acks one at a time, 0 fallbacks, 2 PUBLISH at every 2nd ack",
+          arguments: [false, true])
+    func slowBrokerKeepsBatching(ringReceives: Bool) throws {
+        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, retry: AckBatchingRetry(),
+                                          ringReceives: ringReceives)
+        #expect(run.engine.lanes.allSatisfy { ($0.receiveRing != nil) == (ringReceives && EngineReceiveRingTests.ringAvailable) })
         run.start()
         defer { run.broker.stop() }
         #expect(run.await(4) { run.publishedIDs.count } == 4)
@@ -494,9 +499,12 @@ struct EngineHeldAckTests {
     /// The same acks, but the first of each refill round's two is followed by the second in a separate write
     /// while the first is unacknowledged: Nagle's algorithm holds the second until the probe read acknowledges
     /// the first, and the FIONREAD after it shows it. After 3 such rounds the connection falls back.
-    @Test("a broker with Nagle's algorithm on: the held second ack shows after each probe read; the 3rd round falls back")
-    func nagleBrokerFallsBack() throws {
-        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, retry: AckBatchingRetry())
+    @Test("a broker with Nagle's algorithm on: the held second ack shows after each probe read; the 3rd round falls back",
+          arguments: [false, true])
+    func nagleBrokerFallsBack(ringReceives: Bool) throws {
+        let run = try WindowRefillHarness(qos: .atLeastOnce, behaviour: withholdingBroker, retry: AckBatchingRetry(),
+                                          ringReceives: ringReceives)
+        #expect(run.engine.lanes.allSatisfy { ($0.receiveRing != nil) == (ringReceives && EngineReceiveRingTests.ringAvailable) })
         run.start()
         defer { run.broker.stop() }
         #expect(run.await(4) { run.publishedIDs.count } == 4)

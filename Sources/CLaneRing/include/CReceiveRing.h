@@ -74,6 +74,12 @@ int fb_rx_block_batched(fb_rx *ring, unsigned batch, unsigned min_wait_usec);
 // owner: submits nothing and returns 1 when requests wait for the owner.
 int fb_rx_wait(fb_rx *ring, int wait);
 
+// Submits what is prepared and runs, without waiting, the task work waiting for this thread: on a deferred ring the
+// receives' bytes are copied and every completion posted only there (or in a wait), so an owner that runs turn after
+// turn without waiting must call this between them, or its completions never come (the kernel runs a bounded batch
+// per call). 0, or -errno. On a deferred ring from another thread than its owner: nothing, 1 when requests wait.
+int fb_rx_flush(fb_rx *ring);
+
 // Moves up to `capacity` completions into `completions`, oldest first. Returns how many.
 unsigned fb_rx_drain(fb_rx *ring, fb_rx_completion *completions, unsigned capacity);
 
