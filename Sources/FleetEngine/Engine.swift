@@ -505,11 +505,15 @@ public final class Engine: @unchecked Sendable {
             lane.queue.sync {
                 lane.countUnackedAtEnd()
                 lane.stop()
+            }
+            // The driver thread may run one more turn after `stop()` (and count a receive pause in it): the final
+            // snapshot comes after it is joined, so the timeline's last counters are the result's.
+            lane.stopThreadDriver()
+            lane.queue.sync {
                 lane.emitDueSnapshots()
                 lane.emitSnapshot(end: lane.now, isFinal: true)
                 lane.onSnapshot = nil
             }
-            lane.stopThreadDriver()
         }
         phases.disconnectEnd = MonotonicClock.now()
         phases.allReady = readyLanes.state.withLock { $0.allReadyAt }
