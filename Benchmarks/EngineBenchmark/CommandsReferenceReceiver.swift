@@ -39,7 +39,7 @@ enum CommandsReferenceReceiver {
             let end = min(vehicles, index + window)
             var opened: [Int32] = []
             for vehicle in index..<end {
-                guard let fd = openConnecting(port: port, clientID: "ref-car-\(vehicle)") else {
+                guard let fd = ReferenceWriter.connectUnanswered(port: port, clientID: "ref-car-\(vehicle)") else {
                     opened.forEach { close($0) }
                     figures.error = "reference receiver: connect \(vehicle) failed: errno \(errno)"
                     return figures
@@ -97,31 +97,6 @@ enum CommandsReferenceReceiver {
         figures.epollWaits = receiver.epollWaits
         if let problem = receiver.problem ?? backendFigures.error { figures.error = problem }
         return figures
-    }
-
-    /// A connected socket with its CONNECT written (the CONNACK is read by the caller), or nil.
-    private static func openConnecting(port: UInt16, clientID: String) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        let connect = MQTTPacket.connect(MQTTConnect(version: .v3_1_1, clientID: clientID, keepAlive: 60))
-        guard connected == 0, ReferenceWriter.writeAll(fd, connect.encoded(version: .v3_1_1)) else {
-            close(fd)
-            return nil
-        }
-        return fd
     }
 }
 

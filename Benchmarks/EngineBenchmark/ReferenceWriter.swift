@@ -22,6 +22,14 @@ struct ReferenceWriter {
 
     /// A blocking TCP socket connected to the broker with a CONNACK received, or nil.
     static func connect(port: UInt16, clientID: String) -> Int32? {
+        guard let fd = connectUnanswered(port: port, clientID: clientID) else { return nil }
+        // CONNACK is 4 bytes in 3.1.1 (§3.2).
+        guard readExactly(fd, count: 4) else { close(fd); return nil }
+        return fd
+    }
+
+    /// A blocking TCP socket connected to the broker with its CONNECT written, the CONNACK left for the caller, or nil.
+    static func connectUnanswered(port: UInt16, clientID: String) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var address = sockaddr_in()
@@ -40,8 +48,6 @@ struct ReferenceWriter {
         guard connected == 0 else { close(fd); return nil }
         let connect = MQTTPacket.connect(MQTTConnect(version: .v3_1_1, clientID: clientID, keepAlive: 60))
         guard writeAll(fd, connect.encoded(version: .v3_1_1)) else { close(fd); return nil }
-        // CONNACK is 4 bytes in 3.1.1 (§3.2).
-        guard readExactly(fd, count: 4) else { close(fd); return nil }
         return fd
     }
 

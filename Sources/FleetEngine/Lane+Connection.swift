@@ -314,20 +314,26 @@ extension Lane {
             // Below the mark: the read must not wait for it (the read sets the next mark).
             try? socket.setReceiveLowWatermark(1)
             readAvailable(client)
-            guard let socket = clients[client].socket else { return }
-            // Acknowledged now even when this turn writes (its segment would carry the acknowledgement only later).
-            try? socket.acknowledgeNow()
-            let shown = ((try? socket.queuedBytes()) ?? 0) > 0
-            switch clients[client].ackBatching.heldAcksLooked(shown: shown, pending, retry: retry) {
-            case .readHeldAcks(let fellBack):
-                if fellBack { countAckBatchingFallback(client) }
-                readAvailable(client)  // sets the next mark, 1 if the connection just fell back
-            case .adjustMark(let fellBack):
-                if fellBack { countAckBatchingFallback(client) }
-                if !clients[client].isDirty { adjustLowWatermark(client) }
-            case .nothing:
-                break
-            }
+            lookForHeldAcks(client, pending, retry: retry)
+        }
+    }
+
+    /// After a read emptied the socket: acknowledges at once (even when this turn writes, whose segment would carry
+    /// the acknowledgement only later), looks whether the broker sent acks it held for it, and applies the machine's
+    /// answer: the held acks read (the read sets the next mark, 1 if the connection just fell back) or the mark set.
+    private func lookForHeldAcks(_ client: Int, _ pending: AckBatchingMachine.PendingLook, retry: AckBatchingRetry) {
+        guard let socket = clients[client].socket else { return }
+        try? socket.acknowledgeNow()
+        let shown = ((try? socket.queuedBytes()) ?? 0) > 0
+        switch clients[client].ackBatching.heldAcksLooked(shown: shown, pending, retry: retry) {
+        case .readHeldAcks(let fellBack):
+            if fellBack { countAckBatchingFallback(client) }
+            readAvailable(client)
+        case .adjustMark(let fellBack):
+            if fellBack { countAckBatchingFallback(client) }
+            if !clients[client].isDirty { adjustLowWatermark(client) }
+        case .nothing:
+            break
         }
     }
 
@@ -359,19 +365,7 @@ extension Lane {
         receiveRing?.quietClient = client
         defer { receiveRing?.quietClient = -1 }
         readAvailable(client)  // its `afterRead` may raise the machine's mark again: set below
-        guard let socket = clients[client].socket else { return }
-        try? socket.acknowledgeNow()
-        let shown = ((try? socket.queuedBytes()) ?? 0) > 0
-        switch clients[client].ackBatching.heldAcksLooked(shown: shown, pending, retry: retry) {
-        case .readHeldAcks(let fellBack):
-            if fellBack { countAckBatchingFallback(client) }
-            readAvailable(client)
-        case .adjustMark(let fellBack):
-            if fellBack { countAckBatchingFallback(client) }
-            if !clients[client].isDirty { adjustLowWatermark(client) }
-        case .nothing:
-            break
-        }
+        lookForHeldAcks(client, pending, retry: retry)
         guard let socket = clients[client].socket else { return }
         try? socket.setReceiveLowWatermark(clients[client].ackBatching.mark)
     }
